@@ -1,0 +1,17 @@
+// `fhelium demo`: a small end-to-end calculation on the default backend that
+// prints its errors against the same calculation in double precision.
+#pragma once
+
+#include <string>
+
+namespace fhelium::apps {
+
+struct DemoOptions {
+  std::string preset = "slots8192_scale40_levels7";
+  int threads = 0;
+};
+
+// Returns the process exit code (non-zero when an error exceeds its bound).
+int run_demo(const DemoOptions& options);
+
+}  // namespace fhelium::apps

@@ -1,0 +1,276 @@
+#include "fhelium/cpu/cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+#include <string>
+
+#include "cpu_types.hpp"
+#include "fhelium/error.hpp"
+#include "keyswitch.hpp"
+#include "parallel.hpp"
+
+namespace fhelium::cpu {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(CpuBackendOptions options)
+      : threads_(options.threads > 0 ? options.threads : omp_get_max_threads()) {}
+
+  std::string name() const override { return "cpu"; }
+
+  std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
+    return std::make_shared<CpuContext>(std::move(context), threads_);
+  }
+
+  std::shared_ptr<Buffer> allocate(std::size_t bytes) override { return std::make_shared<CpuBuffer>(pool_, bytes); }
+
+  void upload(Buffer& dst, const void* src, std::size_t bytes) override {
+    check_size(dst, bytes, "upload");
+    std::memcpy(static_cast<CpuBuffer&>(dst).data(), src, bytes);
+  }
+
+  void download(const Buffer& src, void* dst, std::size_t bytes) override {
+    check_size(src, bytes, "download");
+    std::memcpy(dst, static_cast<const CpuBuffer&>(src).data(), bytes);
+  }
+
+  void synchronize() override {}
+
+  void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    binary(bc, out, a, b, [](u64 x, u64 y, u64 q) { return add_mod(x, y, q); });
+  }
+
+  void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    binary(bc, out, a, b, [](u64 x, u64 y, u64 q) { return sub_mod(x, y, q); });
+  }
+
+  void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+      const u64* x = limb_of(a, n, c, i);
+      u64* o = limb_of(out, n, c, i);
+      for (std::size_t k = 0; k < n; ++k) o[k] = neg_mod(x[k], q);
+    });
+  }
+
+  void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
+                    std::span<const std::uint64_t> residues, bool ntt_domain) override {
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+      const u64* x = limb_of(a, n, c, i);
+      u64* o = limb_of(out, n, c, i);
+      if (o != x) std::memcpy(o, x, n * sizeof(u64));
+      if (c != 0) return;
+      const u64 r = residues[static_cast<std::size_t>(i)];
+      if (ntt_domain) {
+        for (std::size_t k = 0; k < n; ++k) o[k] = add_mod(o[k], r, q);
+      } else {
+        o[0] = add_mod(o[0], r, q);
+      }
+    });
+  }
+
+  void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
+                         std::span<const std::uint64_t> residues) override {
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+      const u64 w = residues[static_cast<std::size_t>(i)];
+      const u64 w_shoup = shoup(w, q);
+      const u64* x = limb_of(a, n, c, i);
+      u64* o = limb_of(out, n, c, i);
+      for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(x[k], w, w_shoup, q);
+    });
+  }
+
+  void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
+    const Context& ctx = bc.context();
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+      const Modulus& q = ctx.q()[static_cast<std::size_t>(i)];
+      const u64* x = limb_of(a, n, c, i);
+      const u64* y = limb_of(p, n, 0, i);
+      u64* o = limb_of(out, n, c, i);
+      for (std::size_t k = 0; k < n; ++k) o[k] = mul_mod(x[k], y[k], q);
+    });
+  }
+
+  void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const Context& c = ctx.context();
+    const std::size_t n = c.ring_degree();
+    parallel_for(ctx.threads(), static_cast<std::size_t>(out.limbs), [&](std::size_t l) {
+      const int i = static_cast<int>(l);
+      const Modulus& q = c.q()[l];
+      const u64 *a0 = limb_of(a, n, 0, i), *a1 = limb_of(a, n, 1, i);
+      const u64 *b0 = limb_of(b, n, 0, i), *b1 = limb_of(b, n, 1, i);
+      u64 *d0 = limb_of(out, n, 0, i), *d1 = limb_of(out, n, 1, i), *d2 = limb_of(out, n, 2, i);
+      for (std::size_t k = 0; k < n; ++k) {
+        d0[k] = mul_mod(a0[k], b0[k], q);
+        d1[k] = reduce128(static_cast<u128>(a0[k]) * b1[k] + static_cast<u128>(a1[k]) * b0[k], q);
+        d2[k] = mul_mod(a1[k], b1[k], q);
+      }
+    });
+  }
+
+  void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    const Context& ctx = bc.context();
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+      u64* o = copy_limb(out, a, n, c, i);
+      ctx.ntt(i).forward(o);
+    });
+  }
+
+  void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    const Context& ctx = bc.context();
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+      u64* o = copy_limb(out, a, n, c, i);
+      ctx.ntt(i).inverse(o);
+    });
+  }
+
+  void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const Context& c = ctx.context();
+    const std::size_t n = c.ring_degree();
+    const int last = out.limbs;  // index of the dropped prime
+    const RescaleLevel& rs = c.rescale(last);
+    const u64 q_last = c.q()[static_cast<std::size_t>(last)].value;
+    std::lock_guard lock(ctx.mutex());
+    KeySwitchWorkspace& ws = ctx.workspace();
+    // The dropped limb of every component, in the coefficient domain, shifted
+    // by floor(q_last / 2) so that the division rounds.
+    parallel_for(ctx.threads(), static_cast<std::size_t>(out.components), [&](std::size_t comp) {
+      u64* t = ws.rotated.data() + comp * n;
+      std::memcpy(t, limb_of(a, n, static_cast<int>(comp), last), n * sizeof(u64));
+      c.ntt(last).inverse(t);
+      const u64 half = q_last >> 1;
+      for (std::size_t k = 0; k < n; ++k) t[k] = add_mod(t[k], half, q_last);
+    });
+    const auto limbs = static_cast<std::size_t>(out.limbs);
+    parallel_for(ctx.threads(), static_cast<std::size_t>(out.components) * limbs, [&](std::size_t index) {
+      const int comp = static_cast<int>(index / limbs);
+      const int i = static_cast<int>(index % limbs);
+      const Modulus& qm = c.q()[static_cast<std::size_t>(i)];
+      const u64 q = qm.value;
+      const u64* t = ws.rotated.data() + static_cast<std::size_t>(comp) * n;
+      u64* o = limb_of(out, n, comp, i);
+      const u64 half = rs.half_last[static_cast<std::size_t>(i)];
+      for (std::size_t k = 0; k < n; ++k) o[k] = sub_mod(reduce128(t[k], qm), half, q);
+      c.ntt(i).forward(o);
+      const u64* x = limb_of(a, n, comp, i);
+      const u64 inv = rs.last_inverse[static_cast<std::size_t>(i)];
+      const u64 inv_shoup = rs.last_inverse_shoup[static_cast<std::size_t>(i)];
+      for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(sub_mod(x[k], o[k], q), inv, inv_shoup, q);
+    });
+  }
+
+  void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) { copy_limb(out, a, n, c, i); });
+  }
+
+  void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const std::size_t n = ctx.context().ring_degree();
+    const int level = a.limbs - 1;
+    std::lock_guard lock(ctx.mutex());
+    mod_up(ctx, limb_of(a, n, 2, 0), level);
+    inner_product(ctx, level, key, nullptr);
+    mod_down_add(ctx, level, limb_of(out, n, 0, 0), limb_of(a, n, 0, 0), limb_of(out, n, 1, 0), limb_of(a, n, 1, 0));
+  }
+
+  void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
+              const KeyArg& key) override {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const std::size_t n = ctx.context().ring_degree();
+    const int level = a.limbs - 1;
+    const auto& perm = ctx.automorphism(galois_element);
+    std::lock_guard lock(ctx.mutex());
+    KeySwitchWorkspace& ws = ctx.workspace();
+    u64* c0 = ws.rotated.data();
+    u64* c1 = ws.rotated.data() + static_cast<std::size_t>(a.limbs) * n;
+    apply_automorphism(ctx, perm, a, 0, c0);
+    apply_automorphism(ctx, perm, a, 1, c1);
+    mod_up(ctx, c1, level);
+    inner_product(ctx, level, key, nullptr);
+    mod_down_add(ctx, level, limb_of(out, n, 0, 0), c0, limb_of(out, n, 1, 0), nullptr);
+  }
+
+  void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
+                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const std::size_t n = ctx.context().ring_degree();
+    const int level = a.limbs - 1;
+    std::vector<const std::vector<std::uint32_t>*> perms;
+    for (auto g : galois_elements) perms.push_back(&ctx.automorphism(g));
+    std::lock_guard lock(ctx.mutex());
+    KeySwitchWorkspace& ws = ctx.workspace();
+    mod_up(ctx, limb_of(a, n, 1, 0), level);
+    for (std::size_t r = 0; r < outs.size(); ++r) {
+      u64* c0 = ws.rotated.data();
+      apply_automorphism(ctx, *perms[r], a, 0, c0);
+      inner_product(ctx, level, keys[r], perms[r]->data());
+      mod_down_add(ctx, level, limb_of(outs[r], n, 0, 0), c0, limb_of(outs[r], n, 1, 0), nullptr);
+    }
+  }
+
+ private:
+  static void check_size(const Buffer& buffer, std::size_t bytes, const char* what) {
+    if (bytes > buffer.size_bytes()) {
+      throw BackendError(std::string("cpu ") + what + " of " + std::to_string(bytes) + " bytes into a buffer of " +
+                         std::to_string(buffer.size_bytes()) + " bytes");
+    }
+  }
+
+  // body(component, limb, n, q) for every limb of out, in parallel.
+  template <class Body>
+  static void for_each_limb(const BackendContext& bc, const PolyArg& out, const Body& body) {
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const Context& c = ctx.context();
+    const std::size_t n = c.ring_degree();
+    const auto limbs = static_cast<std::size_t>(out.limbs);
+    parallel_for(ctx.threads(), static_cast<std::size_t>(out.components) * limbs, [&](std::size_t index) {
+      const int i = static_cast<int>(index % limbs);
+      body(static_cast<int>(index / limbs), i, n, c.q()[static_cast<std::size_t>(i)].value);
+    });
+  }
+
+  template <class Op>
+  static void binary(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b, Op op) {
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+      const u64* x = limb_of(a, n, c, i);
+      u64* o = limb_of(out, n, c, i);
+      if (c >= b.components) {
+        if (o != x) std::memcpy(o, x, n * sizeof(u64));
+        return;
+      }
+      const u64* y = limb_of(b, n, c, i);
+      for (std::size_t k = 0; k < n; ++k) o[k] = op(x[k], y[k], q);
+    });
+  }
+
+  static u64* copy_limb(const PolyArg& out, const PolyArg& a, std::size_t n, int c, int i) {
+    u64* o = limb_of(out, n, c, i);
+    const u64* x = limb_of(a, n, c, i);
+    if (o != x) std::memcpy(o, x, n * sizeof(u64));
+    return o;
+  }
+
+  static void apply_automorphism(const CpuContext& ctx, const std::vector<std::uint32_t>& perm, const PolyArg& a,
+                                 int component, u64* out) {
+    const std::size_t n = ctx.context().ring_degree();
+    parallel_for(ctx.threads(), static_cast<std::size_t>(a.limbs), [&](std::size_t i) {
+      const u64* x = limb_of(a, n, component, static_cast<int>(i));
+      u64* o = out + i * n;
+      for (std::size_t k = 0; k < n; ++k) o[k] = x[perm[k]];
+    });
+  }
+
+  int threads_;
+  std::shared_ptr<BufferPool> pool_ = std::make_shared<BufferPool>();
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_cpu_backend(CpuBackendOptions options) {
+  return std::make_shared<CpuBackend>(options);
+}
+
+}  // namespace fhelium::cpu

@@ -1,0 +1,54 @@
+#include "cpu_types.hpp"
+
+namespace fhelium::cpu {
+
+std::unique_ptr<u64[]> BufferPool::take(std::size_t words) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = free_.find(words);
+    if (it != free_.end() && !it->second.empty()) {
+      auto data = std::move(it->second.back());
+      it->second.pop_back();
+      cached_bytes_ -= words * sizeof(u64);
+      return data;
+    }
+  }
+  return std::unique_ptr<u64[]>(new u64[words]);
+}
+
+void BufferPool::give(std::size_t words, std::unique_ptr<u64[]> data) {
+#if defined(__SANITIZE_ADDRESS__)
+  return;  // freed at once, so AddressSanitizer sees every use after free
+#endif
+  std::lock_guard lock(mutex_);
+  if (cached_bytes_ + words * sizeof(u64) > max_cached_bytes) return;
+  cached_bytes_ += words * sizeof(u64);
+  free_[words].push_back(std::move(data));
+}
+
+const std::vector<std::uint32_t>& CpuContext::automorphism(std::uint32_t galois_element) const {
+  std::lock_guard lock(cache_mutex_);
+  auto it = automorphisms_.find(galois_element);
+  if (it == automorphisms_.end()) {
+    it = automorphisms_.emplace(galois_element, context_->ntt_automorphism_permutation(galois_element)).first;
+  }
+  return it->second;
+}
+
+KeySwitchWorkspace& CpuContext::workspace() const {
+  if (!workspace_) {
+    const Context& c = *context_;
+    const std::size_t n = c.ring_degree();
+    const auto q_limbs = static_cast<std::size_t>(c.max_level() + 1);
+    const auto key_limbs = static_cast<std::size_t>(c.key_limbs());
+    auto ws = std::make_unique<KeySwitchWorkspace>();
+    ws->coefficients.resize(q_limbs * n);
+    ws->extended.resize(static_cast<std::size_t>(c.key_digits()) * key_limbs * n);
+    ws->accumulators.resize(2 * key_limbs * n);
+    ws->rotated.resize(2 * q_limbs * n);
+    workspace_ = std::move(ws);
+  }
+  return *workspace_;
+}
+
+}  // namespace fhelium::cpu

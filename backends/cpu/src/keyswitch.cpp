@@ -1,0 +1,182 @@
+#include "keyswitch.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "parallel.hpp"
+
+namespace fhelium::cpu {
+namespace {
+
+constexpr std::size_t conversion_chunk = 1024;
+
+// Digit j of level l covers Q primes [begin, end).
+struct DigitRange {
+  int begin;
+  int end;
+};
+
+DigitRange digit_range(const Context& c, int level, int j) {
+  const int alpha = c.digit_size();
+  return {j * alpha, std::min(level + 1, (j + 1) * alpha)};
+}
+
+// Position of slot s (0..level: Q primes, then P primes) inside extended digit
+// j, whose layout is the converter's target order followed by the digit's own limbs.
+int position_in_digit(int slot, DigitRange r, int level, int specials) {
+  const int own = r.end - r.begin;
+  const int targets = level + 1 - own + specials;
+  if (slot >= r.begin && slot < r.end) return targets + (slot - r.begin);
+  return slot < r.begin ? slot : slot - own;
+}
+
+// Key limb (Q primes 0..L, then P primes) of slot s at this level.
+int key_limb_of_slot(const Context& c, int slot, int level) {
+  return slot <= level ? slot : c.max_level() + 1 + (slot - level - 1);
+}
+
+// acc0/acc1[k] = sum_j ext_j[index(k)] * kb_j[k] / ka_j[k] mod q.
+template <class Index>
+void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const u64* const* kb,
+                         const u64* const* ka, const Modulus& q, u64* acc0, u64* acc1, Index index) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t from = index(k);
+    u128 sum0 = 0;
+    u128 sum1 = 0;
+    for (int j = 0; j < digits; ++j) {
+      const auto d = static_cast<std::size_t>(j);
+      const u64 x = ext[d][from];
+      sum0 += static_cast<u128>(x) * kb[d][k];
+      sum1 += static_cast<u128>(x) * ka[d][k];
+      // Residues are below 2^61 (primes of at most 61 bits), products below
+      // 2^122: folding every 16 terms keeps the sum below 2^127.
+      if ((j & 15) == 15) {
+        sum0 = reduce128(sum0, q);
+        sum1 = reduce128(sum1, q);
+      }
+    }
+    acc0[k] = reduce128(sum0, q);
+    acc1[k] = reduce128(sum1, q);
+  }
+}
+
+void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, const u64* in, u64* out) {
+  const std::size_t n = ctx.context().ring_degree();
+  const std::size_t chunks = (n + conversion_chunk - 1) / conversion_chunk;
+  parallel_for(ctx.threads(), chunks, [&](std::size_t c) {
+    converter.convert(in, out, n, c * conversion_chunk, std::min(n, (c + 1) * conversion_chunk));
+  });
+}
+
+}  // namespace
+
+void mod_up(const CpuContext& ctx, const u64* d, int level) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  const int specials = c.special_count();
+  const int slots = level + 1 + specials;
+  const KeySwitchLevel& ks = c.key_switch(level);
+  KeySwitchWorkspace& ws = ctx.workspace();
+  u64* coefficients = ws.coefficients.data();
+
+  parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
+    std::memcpy(coefficients + i * n, d + i * n, n * sizeof(u64));
+    c.ntt(static_cast<int>(i)).inverse(coefficients + i * n);
+  });
+
+  for (int j = 0; j < ks.digits; ++j) {
+    const DigitRange r = digit_range(c, level, j);
+    u64* digit = ws.extended.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) * n;
+    convert_parallel(ctx, ks.mod_up[static_cast<std::size_t>(j)], coefficients + static_cast<std::size_t>(r.begin) * n,
+                     digit);
+    const int own = r.end - r.begin;
+    std::memcpy(digit + static_cast<std::size_t>(slots - own) * n, d + static_cast<std::size_t>(r.begin) * n,
+                static_cast<std::size_t>(own) * n * sizeof(u64));
+  }
+
+  // Forward NTT of every converted limb, all digits at once.
+  const int targets_max = slots - 1;  // upper bound; each digit has slots - own targets
+  parallel_for(ctx.threads(), static_cast<std::size_t>(ks.digits) * static_cast<std::size_t>(targets_max),
+               [&](std::size_t index) {
+                 const int j = static_cast<int>(index / static_cast<std::size_t>(targets_max));
+                 const int t = static_cast<int>(index % static_cast<std::size_t>(targets_max));
+                 const DigitRange r = digit_range(c, level, j);
+                 const int own = r.end - r.begin;
+                 if (t >= slots - own) return;
+                 const int slot = t < r.begin ? t : t + own;
+                 u64* limb = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) +
+                                                   static_cast<std::size_t>(t)) * n;
+                 c.ntt(key_limb_of_slot(c, slot, level)).forward(limb);
+               });
+}
+
+void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  const int specials = c.special_count();
+  const int slots = level + 1 + specials;
+  const int digits = c.key_switch(level).digits;
+  const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
+  KeySwitchWorkspace& ws = ctx.workspace();
+  const u64* key_words = words(key);
+
+  parallel_for(ctx.threads(), static_cast<std::size_t>(slots), [&](std::size_t s) {
+    const int slot = static_cast<int>(s);
+    const auto key_limb = static_cast<std::size_t>(key_limb_of_slot(c, slot, level));
+    const Modulus& q = c.key_modulus(static_cast<int>(key_limb));
+    u64* acc0 = ws.accumulators.data() + s * n;
+    u64* acc1 = ws.accumulators.data() + (static_cast<std::size_t>(slots) + s) * n;
+    std::vector<const u64*> ext(static_cast<std::size_t>(digits)), kb(ext.size()), ka(ext.size());
+    for (int j = 0; j < digits; ++j) {
+      const auto pos = static_cast<std::size_t>(position_in_digit(slot, digit_range(c, level, j), level, specials));
+      const auto d = static_cast<std::size_t>(j);
+      ext[d] = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + pos) * n;
+      kb[d] = key_words + (d * 2 * key_limbs + key_limb) * n;
+      ka[d] = kb[d] + key_limbs * n;
+    }
+    if (perm) {
+      multiply_accumulate(n, digits, ext.data(), kb.data(), ka.data(), q, acc0, acc1, [perm](std::size_t k) { return perm[k]; });
+    } else {
+      multiply_accumulate(n, digits, ext.data(), kb.data(), ka.data(), q, acc0, acc1, [](std::size_t k) { return k; });
+    }
+  });
+}
+
+void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, u64* out1, const u64* add1) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  const int specials = c.special_count();
+  const int slots = level + 1 + specials;
+  const KeySwitchLevel& ks = c.key_switch(level);
+  KeySwitchWorkspace& ws = ctx.workspace();
+
+  for (int poly = 0; poly < 2; ++poly) {
+    u64* acc = ws.accumulators.data() + static_cast<std::size_t>(poly) * static_cast<std::size_t>(slots) * n;
+    u64* p_part = acc + static_cast<std::size_t>(level + 1) * n;
+    parallel_for(ctx.threads(), static_cast<std::size_t>(specials), [&](std::size_t k) {
+      c.ntt(c.max_level() + 1 + static_cast<int>(k)).inverse(p_part + k * n);
+    });
+    u64* converted = ws.coefficients.data();
+    convert_parallel(ctx, ks.mod_down, p_part, converted);
+    u64* out = poly == 0 ? out0 : out1;
+    const u64* add = poly == 0 ? add0 : add1;
+    parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
+      const u64 q = c.q()[i].value;
+      u64* conv = converted + i * n;
+      c.ntt(static_cast<int>(i)).forward(conv);
+      const u64 p_inv = ks.p_inverse[i];
+      const u64 p_inv_shoup = ks.p_inverse_shoup[i];
+      const u64* a = acc + i * n;
+      u64* o = out + i * n;
+      const u64* extra = add ? add + i * n : nullptr;
+      for (std::size_t k = 0; k < n; ++k) {
+        u64 r = mul_shoup(sub_mod(a[k], conv[k], q), p_inv, p_inv_shoup, q);
+        if (extra) r = add_mod(r, extra[k], q);
+        o[k] = r;
+      }
+    });
+  }
+}
+
+}  // namespace fhelium::cpu

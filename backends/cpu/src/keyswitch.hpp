@@ -1,0 +1,22 @@
+// Hybrid key switching on the CPU: ModUp, inner product with the key, ModDown.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu_types.hpp"
+
+namespace fhelium::cpu {
+
+// Extends d (NTT domain, level + 1 limbs) digit by digit to Q_level and P;
+// the result stays in the context's workspace (all digits).
+void mod_up(const CpuContext& ctx, const u64* d, int level);
+
+// Workspace accumulators = sum over digits of extended_j (read through
+// `perm`, an NTT-order automorphism, when not null) times the key's digit j.
+void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm);
+
+// out_c = ModDown(accumulator_c) + add_c (add_c may be null), c = 0, 1;
+// out and add have level + 1 limbs.
+void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, u64* out1, const u64* add1);
+
+}  // namespace fhelium::cpu

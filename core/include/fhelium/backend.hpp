@@ -1,0 +1,98 @@
+// The Backend interface: coarse, asynchronous operations on residue arrays
+// held in backend memory. The Engine validates every operand's state before
+// calling here, so a backend only checks what is its own (memory, device).
+//
+// Layout: a value is `components x limbs x N` words, limb-major. A Q-basis
+// array with `limbs` limbs uses primes q_0 .. q_{limbs-1}. Key-switching keys
+// are `digits x 2 x key_limbs x N` (Q primes, then P primes), NTT domain.
+//
+// Operations are issued on the backend's stream; they may return before the
+// work is done. `download` and `synchronize` wait. Outputs may alias inputs
+// only where stated.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "fhelium/context.hpp"
+
+namespace fhelium {
+
+// Backend-owned memory (host or device).
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual std::size_t size_bytes() const = 0;
+};
+
+// A backend's tables for one Context (twiddles, RNS constants, workspace).
+class BackendContext {
+ public:
+  virtual ~BackendContext() = default;
+  virtual const Context& context() const = 0;
+};
+
+struct PolyArg {
+  Buffer* buffer = nullptr;
+  int components = 0;
+  int limbs = 0;
+};
+
+struct KeyArg {
+  const Buffer* buffer = nullptr;
+  int digits = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  // Builds (or returns the cached) tables for a context; done once, off the hot path.
+  virtual std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) = 0;
+
+  virtual std::shared_ptr<Buffer> allocate(std::size_t bytes) = 0;
+  virtual void upload(Buffer& dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(const Buffer& src, void* dst, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+
+  // Elementwise, any domain. `b.components <= a.components`; components of
+  // `a` beyond those of `b` are copied. out may alias a or b.
+  virtual void add(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b) = 0;
+  virtual void sub(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b) = 0;
+  virtual void negate(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+  // Adds the constant with the given residues (one per limb) to component 0:
+  // to every coefficient in the NTT domain, to coefficient 0 otherwise.
+  virtual void add_constant(const BackendContext&, const PolyArg& out, const PolyArg& a,
+                            std::span<const std::uint64_t> residues, bool ntt_domain) = 0;
+  // Multiplies every component by a constant (one residue per limb).
+  virtual void multiply_constant(const BackendContext&, const PolyArg& out, const PolyArg& a,
+                                 std::span<const std::uint64_t> residues) = 0;
+  // Every component of a times the one-component plaintext p; NTT domain.
+  virtual void multiply_plain(const BackendContext&, const PolyArg& out, const PolyArg& a,
+                              const PolyArg& p) = 0;
+  // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); NTT domain.
+  virtual void multiply(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b) = 0;
+
+  virtual void to_ntt(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+  virtual void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+
+  // Divides by the last prime with rounding: a has out.limbs + 1 limbs; NTT domain.
+  virtual void rescale(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+  // Keeps the first out.limbs limbs of each component (mod switch).
+  virtual void drop_limbs(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+
+  // (c0, c1, c2) -> (c0, c1) + KeySwitch(c2); NTT domain.
+  virtual void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) = 0;
+  // (c0, c1) -> (g(c0), 0) + KeySwitch(g(c1)) for X -> X^g; NTT domain.
+  virtual void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a,
+                      std::uint32_t galois_element, const KeyArg& key) = 0;
+  // Several rotations of one ciphertext sharing one ModUp.
+  virtual void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
+                              std::span<const std::uint32_t> galois_elements,
+                              std::span<const KeyArg> keys) = 0;
+};
+
+}  // namespace fhelium

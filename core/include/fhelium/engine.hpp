@@ -1,0 +1,125 @@
+// The Engine: eager CKKS operations on backend values. Every operand's state
+// is validated before any work; nothing is implicit (multiply does not
+// relinearize, add requires equal levels and scales). The helpers at the end
+// that do the bookkeeping are separately named.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fhelium/backend.hpp"
+#include "fhelium/context.hpp"
+#include "fhelium/keys.hpp"
+#include "fhelium/value.hpp"
+
+namespace fhelium {
+
+// A value held by a backend: its exact state and its residues.
+struct Value {
+  ValueState state;
+  std::shared_ptr<Buffer> buffer;
+};
+struct Ciphertext : Value {};
+struct Plaintext : Value {};
+
+// A key-switching key resident on the backend.
+struct SwitchKey {
+  std::uint64_t context_id = 0;
+  int digits = 0;
+  std::shared_ptr<Buffer> buffer;
+};
+struct RelinKey : SwitchKey {};
+
+// Rotation and conjugation keys by Galois element.
+struct GaloisKeys {
+  std::uint64_t context_id = 0;
+  std::map<std::uint32_t, SwitchKey> keys;
+  bool contains(std::uint32_t galois_element) const { return keys.count(galois_element) != 0; }
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const Context> context, std::shared_ptr<Backend> backend);
+
+  const Context& context() const { return *context_; }
+  const std::shared_ptr<const Context>& context_ptr() const { return context_; }
+  Backend& backend() const { return *backend_; }
+
+  // Transfers.
+  Ciphertext upload_ciphertext(const HostValue& value) const;
+  Plaintext upload_plaintext(const HostValue& value) const;
+  HostValue download(const Value& value) const;
+  RelinKey upload_relinearization_key(const HostSwitchKey& key) const;
+  // Galois keys for every element in `keys` (gathered by the caller).
+  GaloisKeys upload_galois_keys(std::span<const HostSwitchKey> keys) const;
+
+  // Addition and subtraction (equal level, scale and domain).
+  Ciphertext add(const Ciphertext& a, const Ciphertext& b) const;
+  Ciphertext add(const Ciphertext& a, const Plaintext& b) const;
+  Ciphertext sub(const Ciphertext& a, const Ciphertext& b) const;
+  Ciphertext sub(const Ciphertext& a, const Plaintext& b) const;
+  Ciphertext negate(const Ciphertext& a) const;
+  void add_inplace(Ciphertext& a, const Ciphertext& b) const;
+  void sub_inplace(Ciphertext& a, const Ciphertext& b) const;
+  // Adds a real constant, encoded at the ciphertext's scale.
+  Ciphertext add_scalar(const Ciphertext& a, double value) const;
+  Ciphertext sub_scalar(const Ciphertext& a, double value) const;
+  // Sum of a non-empty batch of ciphertexts with identical state.
+  Ciphertext sum(std::span<const Ciphertext> values) const;
+
+  // Multiplication.
+  Ciphertext multiply(const Ciphertext& a, const Ciphertext& b) const;       // 3 components
+  Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;    // 3 -> 2
+  Ciphertext multiply_plain(const Ciphertext& a, const Plaintext& p) const;  // scales multiply
+  // Multiplies by round(value * scalar_scale); the result's scale is a.scale * scalar_scale.
+  Ciphertext multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const;
+  // Multiplies by an integer; the scale is unchanged.
+  Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
+
+  // Levels.
+  Ciphertext rescale(const Ciphertext& a) const;  // level - 1, scale / q_level
+  Ciphertext drop_to_level(const Ciphertext& a, int level) const;
+  Plaintext drop_to_level(const Plaintext& p, int level) const;
+
+  // Rotations (left by `step` slots; negative steps rotate right).
+  Ciphertext rotate(const Ciphertext& a, long step, const GaloisKeys& keys) const;
+  Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
+  std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, std::span<const long> steps,
+                                         const GaloisKeys& keys) const;
+  // Galois elements `rotate` can use for `step`: the exact key when present,
+  // otherwise a decomposition into power-of-two steps (throws MissingKeyError
+  // naming the keys when neither is available).
+  std::vector<std::uint32_t> rotation_plan(long step, const GaloisKeys& keys) const;
+
+  // Domains.
+  Ciphertext to_ntt(const Ciphertext& a) const;
+  Ciphertext to_coefficient(const Ciphertext& a) const;
+
+  // Bookkeeping helpers: multiply, relinearize and rescale in one call.
+  Ciphertext multiply_relinearize_rescale(const Ciphertext& a, const Ciphertext& b,
+                                          const RelinKey& key) const;
+
+ private:
+  Ciphertext make_ciphertext(const ValueState& state) const;
+  Ciphertext rotate_by_element(const Ciphertext& a, std::uint32_t element, const GaloisKeys& keys) const;
+  const SwitchKey& galois_key(const GaloisKeys& keys, std::uint32_t element, long step) const;
+  void check_own(const Value& v, const char* what) const;
+  PolyArg arg(const Value& v) const;
+  KeyArg arg(const SwitchKey& k) const;
+  std::vector<u64> constant_residues(double scaled_value, int level) const;
+
+  std::shared_ptr<const Context> context_;
+  std::shared_ptr<Backend> backend_;
+  std::shared_ptr<BackendContext> prepared_;
+};
+
+// Encryption and decoding shortcuts over an Engine (host work + transfer).
+class Encoder;
+class Encryptor;
+class Decryptor;
+
+}  // namespace fhelium

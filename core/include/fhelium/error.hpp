@@ -1,0 +1,51 @@
+// Typed errors. Every message names the value, its state and what was expected.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace fhelium {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Parameters that cannot be built (no primes of a size, bad ring degree, ...).
+class ParameterError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Parameters the HE security table refuses.
+class SecurityError : public ParameterError {
+ public:
+  using ParameterError::ParameterError;
+};
+
+// Operands whose state (context, level, scale, domain, basis, components) does
+// not fit the operation.
+class StateError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A relinearization, rotation or conjugation key that was not provided.
+class MissingKeyError : public Error {
+ public:
+  using Error::Error;
+};
+
+// An argument out of range: rotation step, message length, slot count, ...
+class InvalidArgumentError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A failure inside a backend (device error, out of memory, ...).
+class BackendError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace fhelium

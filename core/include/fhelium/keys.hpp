@@ -1,0 +1,69 @@
+// Secret, public and key-switching keys, generated on the host.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fhelium/context.hpp"
+#include "fhelium/random.hpp"
+#include "fhelium/value.hpp"
+
+namespace fhelium {
+
+// Lives in memory only: there is no serializer for it in this library.
+class SecretKey {
+ public:
+  SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp);
+  SecretKey(const SecretKey&) = delete;
+  SecretKey& operator=(const SecretKey&) = delete;
+  SecretKey(SecretKey&&) noexcept = default;
+  ~SecretKey();  // wipes the coefficients
+
+  std::uint64_t context_id() const { return context_id_; }
+  const std::vector<std::int8_t>& coefficients() const { return coefficients_; }
+  // s in NTT form for every key limb (Q then P primes), limb-major.
+  const std::vector<u64>& ntt_qp() const { return ntt_qp_; }
+
+ private:
+  std::uint64_t context_id_;
+  std::vector<std::int8_t> coefficients_;
+  std::vector<u64> ntt_qp_;
+};
+
+// (b, a) = (-a s + e, a) over Q at the top level, NTT domain.
+struct PublicKey {
+  HostValue value;
+};
+
+// A hybrid key-switching key from s' to s: for each digit j,
+// (b_j, a_j) over QP with b_j = -a_j s + e_j + [P]_{q_i} s' on the primes of
+// digit j. Layout: digits x 2 x key_limbs x N, NTT domain.
+struct HostSwitchKey {
+  std::uint64_t context_id = 0;
+  int digits = 0;
+  std::uint32_t galois_element = 0;  // 0 for relinearization
+  std::vector<u64> data;
+};
+
+class KeyGenerator {
+ public:
+  KeyGenerator(std::shared_ptr<const Context> context, Csprng& rng);
+
+  SecretKey secret_key();
+  PublicKey public_key(const SecretKey& sk);
+  HostSwitchKey relinearization_key(const SecretKey& sk);
+  HostSwitchKey galois_key(const SecretKey& sk, std::uint32_t galois_element);
+
+ private:
+  // Switching key for the source secret s' given in NTT form on every key limb.
+  HostSwitchKey switch_key(const SecretKey& sk, std::span<const u64> source_ntt_qp);
+  void check_context(const SecretKey& sk) const;
+
+  std::shared_ptr<const Context> context_;
+  Csprng& rng_;
+};
+
+}  // namespace fhelium

@@ -1,0 +1,75 @@
+// Word-level modular arithmetic for primes below 2^62 (64-bit words).
+#pragma once
+
+#include <cstdint>
+
+namespace fhelium {
+
+using u64 = std::uint64_t;
+__extension__ using u128 = unsigned __int128;  // GCC and Clang extension
+
+// A prime modulus with its Barrett constant floor(2^128 / q).
+struct Modulus {
+  u64 value = 0;
+  u64 ratio_lo = 0;
+  u64 ratio_hi = 0;
+
+  Modulus() = default;
+  explicit Modulus(u64 q);
+};
+
+inline u64 add_mod(u64 a, u64 b, u64 q) {
+  u64 s = a + b;
+  return s >= q ? s - q : s;
+}
+
+inline u64 sub_mod(u64 a, u64 b, u64 q) { return a >= b ? a - b : a + q - b; }
+
+inline u64 neg_mod(u64 a, u64 q) { return a == 0 ? 0 : q - a; }
+
+// Barrett reduction of a 128-bit value (any value below 2^128).
+inline u64 reduce128(u128 z, const Modulus& m) {
+  const u64 lo = static_cast<u64>(z);
+  const u64 hi = static_cast<u64>(z >> 64);
+  const u128 t = (static_cast<u128>(lo) * m.ratio_lo) >> 64;
+  const u128 a = static_cast<u128>(lo) * m.ratio_hi + t;
+  const u128 b = static_cast<u128>(hi) * m.ratio_lo + static_cast<u64>(a);
+  const u64 quotient = hi * m.ratio_hi + static_cast<u64>(a >> 64) + static_cast<u64>(b >> 64);
+  u64 r = lo - quotient * m.value;
+  // The estimate is at most two short.
+  if (r >= m.value) r -= m.value;
+  if (r >= m.value) r -= m.value;
+  return r;
+}
+
+// x mod q for a 64-bit x: floor(2^64 / q) = ratio_hi estimates the quotient
+// at most one short.
+inline u64 reduce64(u64 x, const Modulus& m) {
+  const u64 quotient = static_cast<u64>((static_cast<u128>(x) * m.ratio_hi) >> 64);
+  const u64 r = x - quotient * m.value;
+  return r >= m.value ? r - m.value : r;
+}
+
+inline u64 mul_mod(u64 a, u64 b, const Modulus& m) {
+  return reduce128(static_cast<u128>(a) * b, m);
+}
+
+// Shoup's precomputation for multiplying by the constant w: floor(w 2^64 / q).
+inline u64 shoup(u64 w, u64 q) { return static_cast<u64>((static_cast<u128>(w) << 64) / q); }
+
+// x * w mod q in [0, 2q), for any x < 2^64 (Harvey's lazy form).
+inline u64 mul_shoup_lazy(u64 x, u64 w, u64 w_shoup, u64 q) {
+  const u64 quotient = static_cast<u64>((static_cast<u128>(x) * w_shoup) >> 64);
+  return x * w - quotient * q;
+}
+
+inline u64 mul_shoup(u64 x, u64 w, u64 w_shoup, u64 q) {
+  const u64 r = mul_shoup_lazy(x, w, w_shoup, q);
+  return r >= q ? r - q : r;
+}
+
+u64 pow_mod(u64 base, u64 exponent, const Modulus& m);
+// Inverse modulo a prime; throws ParameterError when a is 0 mod q.
+u64 inv_mod(u64 a, const Modulus& m);
+
+}  // namespace fhelium

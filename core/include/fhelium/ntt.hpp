@@ -1,0 +1,44 @@
+// Negacyclic number-theoretic transform for one prime (Harvey's lazy
+// butterflies with Shoup constants). Output order: index i holds the
+// evaluation at psi^(2 bitrev(i) + 1).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fhelium/modarith.hpp"
+
+namespace fhelium {
+
+class NttTable {
+ public:
+  NttTable(std::uint64_t ring_degree, const Modulus& modulus);
+
+  std::uint64_t ring_degree() const { return n_; }
+  const Modulus& modulus() const { return modulus_; }
+  u64 psi() const { return psi_; }
+
+  // In place; inputs in [0, q), outputs in [0, q).
+  void forward(u64* values) const;
+  void inverse(u64* values) const;
+
+  // Tables in the order the kernels read them (shared with device backends).
+  const std::vector<u64>& roots() const { return roots_; }
+  const std::vector<u64>& roots_shoup() const { return roots_shoup_; }
+  const std::vector<u64>& inverse_roots() const { return inv_roots_; }
+  const std::vector<u64>& inverse_roots_shoup() const { return inv_roots_shoup_; }
+  u64 inverse_n() const { return inv_n_; }
+  u64 inverse_n_shoup() const { return inv_n_shoup_; }
+
+ private:
+  std::uint64_t n_;
+  int log_n_;
+  Modulus modulus_;
+  u64 psi_;
+  std::vector<u64> roots_, roots_shoup_, inv_roots_, inv_roots_shoup_;
+  u64 inv_n_, inv_n_shoup_;
+};
+
+std::uint32_t bit_reverse(std::uint32_t x, int bits);
+
+}  // namespace fhelium

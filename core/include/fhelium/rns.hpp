@@ -1,0 +1,44 @@
+// Exact RNS basis conversion from basis A to basis B (centered lift).
+//
+// For x given by residues in A, computes [x']_b for every b in B where x' is
+// the representative of x in (-A/2, A/2]. The overflow count v is rounded
+// from a double sum (Halevi-Polyakov-Shoup); the sum is taken in a fixed
+// order with no fused multiply-add so every backend gets the same bits. The
+// result is exact except within about |A| 2^-52 A of the boundary A/2, where
+// the rounding may pick the other representative (off by A).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "fhelium/modarith.hpp"
+
+namespace fhelium {
+
+class BasisConverter {
+ public:
+  BasisConverter(std::vector<Modulus> from, std::vector<Modulus> to);
+
+  const std::vector<Modulus>& from() const { return from_; }
+  const std::vector<Modulus>& to() const { return to_; }
+
+  // `in`: |A| limbs of n coefficients (coefficient domain), limb stride n.
+  // `out`: |B| limbs of n coefficients. Coefficients [begin, end) only.
+  void convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const;
+
+  // Constants, as device backends read them.
+  const std::vector<u64>& hat_inverse() const { return hat_inv_; }        // [(A/a_i)^-1]_{a_i}
+  const std::vector<u64>& hat_inverse_shoup() const { return hat_inv_shoup_; }
+  const std::vector<double>& inverse_as_double() const { return inv_double_; }  // 1.0 / a_i
+  const std::vector<u64>& hat_mod_to() const { return hat_mod_to_; }      // [A/a_i]_{b_j} at j*|A|+i
+  const std::vector<u64>& product_mod_to() const { return prod_mod_to_; }  // [A]_{b_j}
+
+ private:
+  std::vector<Modulus> from_, to_;
+  std::vector<u64> hat_inv_, hat_inv_shoup_, hat_mod_to_, prod_mod_to_;
+  std::vector<u64> overflow_mod_to_;  // [v A]_{b_j} at j * (|A| + 1) + v
+  bool hat_inverse_is_one_ = false;
+  std::vector<double> inv_double_;
+};
+
+}  // namespace fhelium

@@ -1,0 +1,46 @@
+// The exact state of every value, and host-side values (residues in memory).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fhelium/modarith.hpp"
+#include "fhelium/params.hpp"
+
+namespace fhelium {
+
+class Context;
+
+enum class Domain : std::uint8_t { coefficient, ntt };
+enum class Basis : std::uint8_t { Q, QP };
+
+std::string to_string(Domain d);
+std::string to_string(Basis b);
+
+struct ValueState {
+  std::uint64_t context_id = 0;
+  WordSize word_size = WordSize::bits64;
+  int level = 0;            // active primes q_0 .. q_level
+  double scale = 1.0;
+  Domain domain = Domain::ntt;
+  Basis basis = Basis::Q;
+  int components = 2;       // 1: plaintext, 2: ciphertext, 3: after multiply
+
+  // Limbs per component: level + 1, plus the special primes for basis QP.
+  int limbs(const Context& context) const;
+  std::size_t words(const Context& context) const;
+  std::string describe() const;
+  bool operator==(const ValueState&) const = default;
+};
+
+// Residues in host memory, `components x limbs x N`, limb-major.
+struct HostValue {
+  ValueState state;
+  std::vector<u64> data;
+
+  u64* limb(const Context& context, int component, int limb);
+  const u64* limb(const Context& context, int component, int limb) const;
+};
+
+}  // namespace fhelium

@@ -1,0 +1,175 @@
+#include "fhelium/encryptor.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+
+void ntt_forward_limbs(const Context& context, u64* data, int limbs, int first_key_limb) {
+  for (int i = 0; i < limbs; ++i) {
+    context.ntt(first_key_limb + i).forward(data + static_cast<std::size_t>(i) * context.ring_degree());
+  }
+}
+
+void ntt_inverse_limbs(const Context& context, u64* data, int limbs, int first_key_limb) {
+  for (int i = 0; i < limbs; ++i) {
+    context.ntt(first_key_limb + i).inverse(data + static_cast<std::size_t>(i) * context.ring_degree());
+  }
+}
+
+void small_to_residues(const Context& context, std::span<const std::int64_t> small, u64* out, int limbs,
+                       int first_key_limb) {
+  const std::size_t n = context.ring_degree();
+  for (int i = 0; i < limbs; ++i) {
+    const u64 q = context.key_modulus(first_key_limb + i).value;
+    u64* limb = out + static_cast<std::size_t>(i) * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int64_t x = small[k];
+      limb[k] = x >= 0 ? static_cast<u64>(x) % q : neg_mod(static_cast<u64>(-x) % q, q);
+    }
+  }
+}
+
+namespace {
+
+void check_plaintext(const Context& ctx, const HostValue& pt) {
+  const ValueState& s = pt.state;
+  if (s.context_id != ctx.id() || s.components != 1 || s.basis != Basis::Q || s.level < 0 ||
+      s.level > ctx.max_level() || pt.data.size() != s.words(ctx)) {
+    throw StateError("encrypt expects a one-component Q-basis plaintext of context " + std::to_string(ctx.id()) +
+                     " at level 0.." + std::to_string(ctx.max_level()) + ", got " + s.describe());
+  }
+}
+
+}  // namespace
+
+Encryptor::Encryptor(std::shared_ptr<const Context> context, Csprng& rng) : context_(std::move(context)), rng_(rng) {}
+
+HostValue Encryptor::prepare_plaintext(const HostValue& plaintext) const {
+  check_plaintext(*context_, plaintext);
+  HostValue m = plaintext;
+  if (m.state.domain == Domain::coefficient) {
+    ntt_forward_limbs(*context_, m.data.data(), m.state.level + 1);
+    m.state.domain = Domain::ntt;
+  }
+  return m;
+}
+
+HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
+  const Context& ctx = *context_;
+  if (pk.value.state.context_id != ctx.id()) {
+    throw StateError("public key belongs to context " + std::to_string(pk.value.state.context_id) +
+                     ", expected context " + std::to_string(ctx.id()));
+  }
+  const HostValue m = prepare_plaintext(plaintext);
+  const int limbs = m.state.level + 1;
+  const std::size_t n = ctx.ring_degree();
+  const std::size_t limb_words = static_cast<std::size_t>(limbs) * n;
+
+  auto u_small = sample_ternary(rng_, n);
+  std::vector<std::int64_t> u_wide(u_small.begin(), u_small.end());
+  std::vector<u64> u(limb_words), e0(limb_words), e1(limb_words);
+  small_to_residues(ctx, u_wide, u.data(), limbs);
+  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), e0.data(), limbs);
+  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), e1.data(), limbs);
+  ntt_forward_limbs(ctx, u.data(), limbs);
+  ntt_forward_limbs(ctx, e0.data(), limbs);
+  ntt_forward_limbs(ctx, e1.data(), limbs);
+
+  HostValue ct;
+  ct.state = m.state;
+  ct.state.components = 2;
+  ct.data.assign(ct.state.words(ctx), 0);
+  for (int limb = 0; limb < limbs; ++limb) {
+    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
+    const u64* b = pk.value.limb(ctx, 0, limb);
+    const u64* a = pk.value.limb(ctx, 1, limb);
+    const u64* mm = m.limb(ctx, 0, limb);
+    const std::size_t off = static_cast<std::size_t>(limb) * n;
+    u64* c0 = ct.limb(ctx, 0, limb);
+    u64* c1 = ct.limb(ctx, 1, limb);
+    for (std::size_t k = 0; k < n; ++k) {
+      c0[k] = add_mod(add_mod(mul_mod(b[k], u[off + k], q), e0[off + k], q.value), mm[k], q.value);
+      c1[k] = add_mod(mul_mod(a[k], u[off + k], q), e1[off + k], q.value);
+    }
+  }
+  std::fill(u.begin(), u.end(), 0);
+  std::fill(u_wide.begin(), u_wide.end(), 0);
+  return ct;
+}
+
+HostValue Encryptor::encrypt_symmetric(const HostValue& plaintext, const SecretKey& sk) {
+  const Context& ctx = *context_;
+  if (sk.context_id() != ctx.id()) {
+    throw StateError("secret key belongs to context " + std::to_string(sk.context_id()) + ", expected context " +
+                     std::to_string(ctx.id()));
+  }
+  const HostValue m = prepare_plaintext(plaintext);
+  const int limbs = m.state.level + 1;
+  const std::size_t n = ctx.ring_degree();
+  HostValue ct;
+  ct.state = m.state;
+  ct.state.components = 2;
+  ct.data.assign(ct.state.words(ctx), 0);
+  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), ct.limb(ctx, 0, 0), limbs);
+  ntt_forward_limbs(ctx, ct.limb(ctx, 0, 0), limbs);
+  for (int limb = 0; limb < limbs; ++limb) {
+    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
+    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
+    const u64* mm = m.limb(ctx, 0, limb);
+    u64* c0 = ct.limb(ctx, 0, limb);
+    u64* c1 = ct.limb(ctx, 1, limb);
+    for (std::size_t k = 0; k < n; ++k) {
+      c1[k] = rng_.uniform(q.value);
+      c0[k] = add_mod(sub_mod(c0[k], mul_mod(c1[k], s[k], q), q.value), mm[k], q.value);
+    }
+  }
+  return ct;
+}
+
+Decryptor::Decryptor(std::shared_ptr<const Context> context) : context_(std::move(context)) {}
+
+HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) const {
+  const Context& ctx = *context_;
+  const ValueState& st = ciphertext.state;
+  if (st.context_id != ctx.id() || sk.context_id() != ctx.id()) {
+    throw StateError("decrypt expects ciphertext and secret key of context " + std::to_string(ctx.id()) +
+                     ", got ciphertext " + st.describe() + " and a key of context " + std::to_string(sk.context_id()));
+  }
+  if (st.basis != Basis::Q || st.components < 2 || st.components > 3 || ciphertext.data.size() != st.words(ctx)) {
+    throw StateError("decrypt expects a Q-basis ciphertext with 2 or 3 components, got " + st.describe());
+  }
+  const int limbs = st.level + 1;
+  const std::size_t n = ctx.ring_degree();
+  HostValue converted;  // only for a coefficient-domain input
+  if (st.domain == Domain::coefficient) {
+    converted = ciphertext;
+    for (int c = 0; c < st.components; ++c) ntt_forward_limbs(ctx, converted.limb(ctx, c, 0), limbs);
+  }
+  const HostValue& ct = st.domain == Domain::coefficient ? converted : ciphertext;
+  HostValue pt;
+  pt.state = st;
+  pt.state.components = 1;
+  pt.state.domain = Domain::ntt;
+  pt.data.assign(pt.state.words(ctx), 0);
+  for (int limb = 0; limb < limbs; ++limb) {
+    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
+    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
+    u64* out = pt.limb(ctx, 0, limb);
+    // Horner in s: c0 + s (c1 + s c2).
+    std::memcpy(out, ct.limb(ctx, st.components - 1, limb), n * sizeof(u64));
+    for (int c = st.components - 2; c >= 0; --c) {
+      const u64* component = ct.limb(ctx, c, limb);
+      for (std::size_t k = 0; k < n; ++k) out[k] = add_mod(mul_mod(out[k], s[k], q), component[k], q.value);
+    }
+  }
+  if (st.domain == Domain::coefficient) {
+    ntt_inverse_limbs(ctx, pt.data.data(), limbs);
+    pt.state.domain = Domain::coefficient;
+  }
+  return pt;
+}
+
+}  // namespace fhelium

@@ -1,0 +1,527 @@
+#include "fhelium/engine.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "fhelium/encoder.hpp"
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+namespace {
+
+// Scales are doubles that follow the same arithmetic on every path; two
+// scales are equal when they agree to floating rounding.
+bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+
+[[noreturn]] void state_error(const std::string& op, const std::string& detail, const ValueState& a) {
+  throw StateError(op + ": " + detail + "; operand state " + a.describe());
+}
+
+void require_ntt(const std::string& op, const ValueState& s) {
+  if (s.domain != Domain::ntt) state_error(op, "operand is in the coefficient domain, expected the ntt domain", s);
+}
+
+void require_components(const std::string& op, const ValueState& s, int components) {
+  if (s.components != components) {
+    state_error(op, "operand has " + std::to_string(s.components) + " components, expected " +
+                        std::to_string(components),
+                s);
+  }
+}
+
+// Same level, scale and domain: the rule for add/sub.
+void require_aligned(const std::string& op, const ValueState& a, const ValueState& b) {
+  if (a.level != b.level) {
+    state_error(op, "operands are at levels " + std::to_string(a.level) + " and " + std::to_string(b.level) +
+                        ", expected equal levels (use drop_to_level)",
+                b);
+  }
+  if (!same_scale(a.scale, b.scale)) {
+    std::ostringstream s;
+    s << "operands have scales 2^" << std::log2(a.scale) << " and 2^" << std::log2(b.scale)
+      << ", expected equal scales";
+    state_error(op, s.str(), b);
+  }
+  if (a.domain != b.domain) {
+    state_error(op, "operands are in the " + to_string(a.domain) + " and " + to_string(b.domain) +
+                        " domains, expected the same domain",
+                b);
+  }
+}
+
+void require_same_level(const std::string& op, const ValueState& a, const ValueState& b) {
+  if (a.level != b.level) {
+    state_error(op, "operands are at levels " + std::to_string(a.level) + " and " + std::to_string(b.level) +
+                        ", expected equal levels (use drop_to_level)",
+                b);
+  }
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<const Context> context, std::shared_ptr<Backend> backend)
+    : context_(std::move(context)), backend_(std::move(backend)) {
+  if (!context_ || !backend_) throw InvalidArgumentError("Engine needs a context and a backend, got a null pointer");
+  prepared_ = backend_->prepare(context_);
+}
+
+void Engine::check_own(const Value& v, const char* what) const {
+  const ValueState& s = v.state;
+  if (s.context_id != context_->id()) {
+    state_error(what, "operand belongs to context " + std::to_string(s.context_id) + ", expected context " +
+                          std::to_string(context_->id()),
+                s);
+  }
+  if (s.word_size != context_->word_size()) state_error(what, "operand word size differs from the context's", s);
+  if (s.basis != Basis::Q) state_error(what, "operand is in basis QP, expected basis Q", s);
+  if (s.level < 0 || s.level > context_->max_level()) {
+    state_error(what, "operand level is out of range 0.." + std::to_string(context_->max_level()), s);
+  }
+  if (!v.buffer || v.buffer->size_bytes() < s.words(*context_) * word_bytes(s.word_size)) {
+    state_error(what, "operand has no storage of the size its state needs", s);
+  }
+}
+
+PolyArg Engine::arg(const Value& v) const {
+  return {v.buffer.get(), v.state.components, v.state.limbs(*context_)};
+}
+
+KeyArg Engine::arg(const SwitchKey& k) const { return {k.buffer.get(), k.digits}; }
+
+Ciphertext Engine::make_ciphertext(const ValueState& state) const {
+  Ciphertext ct;
+  ct.state = state;
+  ct.buffer = backend_->allocate(state.words(*context_) * word_bytes(state.word_size));
+  return ct;
+}
+
+std::vector<u64> Engine::constant_residues(double scaled_value, int level) const {
+  std::vector<u64> residues(static_cast<std::size_t>(level + 1));
+  for (int i = 0; i <= level; ++i) {
+    residues[static_cast<std::size_t>(i)] =
+        Encoder::round_to_residue(scaled_value, context_->q()[static_cast<std::size_t>(i)]);
+  }
+  return residues;
+}
+
+// ---- transfers ----
+
+namespace {
+void check_host(const Context& ctx, const HostValue& v, int min_components, int max_components, const char* what) {
+  const ValueState& s = v.state;
+  if (s.context_id != ctx.id() || s.basis != Basis::Q || s.components < min_components ||
+      s.components > max_components || s.level < 0 || s.level > ctx.max_level() ||
+      v.data.size() != s.words(ctx)) {
+    throw StateError(std::string(what) + ": host value " + s.describe() + " with " + std::to_string(v.data.size()) +
+                     " words does not fit context " + std::to_string(ctx.id()) + " (expected " +
+                     std::to_string(min_components) + ".." + std::to_string(max_components) +
+                     " Q-basis components of the matching size)");
+  }
+}
+}  // namespace
+
+Ciphertext Engine::upload_ciphertext(const HostValue& value) const {
+  check_host(*context_, value, 2, 3, "upload_ciphertext");
+  Ciphertext ct = make_ciphertext(value.state);
+  backend_->upload(*ct.buffer, value.data.data(), value.data.size() * sizeof(u64));
+  return ct;
+}
+
+Plaintext Engine::upload_plaintext(const HostValue& value) const {
+  check_host(*context_, value, 1, 1, "upload_plaintext");
+  Plaintext pt;
+  pt.state = value.state;
+  pt.buffer = backend_->allocate(value.data.size() * sizeof(u64));
+  backend_->upload(*pt.buffer, value.data.data(), value.data.size() * sizeof(u64));
+  return pt;
+}
+
+HostValue Engine::download(const Value& value) const {
+  check_own(value, "download");
+  HostValue host;
+  host.state = value.state;
+  host.data.resize(value.state.words(*context_));
+  backend_->download(*value.buffer, host.data.data(), host.data.size() * sizeof(u64));
+  return host;
+}
+
+namespace {
+SwitchKey upload_key(Backend& backend, const Context& ctx, const HostSwitchKey& key) {
+  const std::size_t expected = static_cast<std::size_t>(ctx.key_digits()) * 2 *
+                               static_cast<std::size_t>(ctx.key_limbs()) * ctx.ring_degree();
+  if (key.context_id != ctx.id() || key.digits != ctx.key_digits() || key.data.size() != expected) {
+    throw StateError("key of context " + std::to_string(key.context_id) + " with " + std::to_string(key.digits) +
+                     " digits and " + std::to_string(key.data.size()) + " words does not fit context " +
+                     std::to_string(ctx.id()) + " (expected " + std::to_string(ctx.key_digits()) + " digits, " +
+                     std::to_string(expected) + " words)");
+  }
+  SwitchKey out;
+  out.context_id = key.context_id;
+  out.digits = key.digits;
+  out.buffer = backend.allocate(key.data.size() * sizeof(u64));
+  backend.upload(*out.buffer, key.data.data(), key.data.size() * sizeof(u64));
+  return out;
+}
+}  // namespace
+
+RelinKey Engine::upload_relinearization_key(const HostSwitchKey& key) const {
+  if (key.galois_element != 0) {
+    throw InvalidArgumentError("upload_relinearization_key: got a Galois key (element " +
+                               std::to_string(key.galois_element) + "), expected a relinearization key");
+  }
+  RelinKey rk;
+  static_cast<SwitchKey&>(rk) = upload_key(*backend_, *context_, key);
+  return rk;
+}
+
+GaloisKeys Engine::upload_galois_keys(std::span<const HostSwitchKey> keys) const {
+  GaloisKeys out;
+  out.context_id = context_->id();
+  for (const auto& key : keys) {
+    if (key.galois_element == 0) {
+      throw InvalidArgumentError("upload_galois_keys: got a relinearization key, expected Galois keys");
+    }
+    out.keys[key.galois_element] = upload_key(*backend_, *context_, key);
+  }
+  return out;
+}
+
+// ---- addition ----
+
+Ciphertext Engine::add(const Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, "add");
+  check_own(b, "add");
+  require_aligned("add", a.state, b.state);
+  require_components("add", b.state, a.state.components);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->add(*prepared_, arg(out), arg(a), arg(b));
+  return out;
+}
+
+Ciphertext Engine::add(const Ciphertext& a, const Plaintext& b) const {
+  check_own(a, "add_plain");
+  check_own(b, "add_plain");
+  require_aligned("add_plain", a.state, b.state);
+  require_components("add_plain", b.state, 1);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->add(*prepared_, arg(out), arg(a), arg(b));
+  return out;
+}
+
+Ciphertext Engine::sub(const Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, "sub");
+  check_own(b, "sub");
+  require_aligned("sub", a.state, b.state);
+  require_components("sub", b.state, a.state.components);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->sub(*prepared_, arg(out), arg(a), arg(b));
+  return out;
+}
+
+Ciphertext Engine::sub(const Ciphertext& a, const Plaintext& b) const {
+  check_own(a, "sub_plain");
+  check_own(b, "sub_plain");
+  require_aligned("sub_plain", a.state, b.state);
+  require_components("sub_plain", b.state, 1);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->sub(*prepared_, arg(out), arg(a), arg(b));
+  return out;
+}
+
+void Engine::add_inplace(Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, "add_inplace");
+  check_own(b, "add_inplace");
+  require_aligned("add_inplace", a.state, b.state);
+  require_components("add_inplace", b.state, a.state.components);
+  backend_->add(*prepared_, arg(a), arg(a), arg(b));
+}
+
+void Engine::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, "sub_inplace");
+  check_own(b, "sub_inplace");
+  require_aligned("sub_inplace", a.state, b.state);
+  require_components("sub_inplace", b.state, a.state.components);
+  backend_->sub(*prepared_, arg(a), arg(a), arg(b));
+}
+
+Ciphertext Engine::negate(const Ciphertext& a) const {
+  check_own(a, "negate");
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->negate(*prepared_, arg(out), arg(a));
+  return out;
+}
+
+Ciphertext Engine::add_scalar(const Ciphertext& a, double value) const {
+  check_own(a, "add_scalar");
+  const auto residues = constant_residues(value * a.state.scale, a.state.level);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->add_constant(*prepared_, arg(out), arg(a), residues, a.state.domain == Domain::ntt);
+  return out;
+}
+
+Ciphertext Engine::sub_scalar(const Ciphertext& a, double value) const { return add_scalar(a, -value); }
+
+Ciphertext Engine::sum(std::span<const Ciphertext> values) const {
+  if (values.empty()) throw InvalidArgumentError("sum: the batch is empty, expected at least one ciphertext");
+  for (const auto& v : values) {
+    check_own(v, "sum");
+    require_aligned("sum", values[0].state, v.state);
+    require_components("sum", v.state, values[0].state.components);
+  }
+  Ciphertext out = make_ciphertext(values[0].state);
+  if (values.size() == 1) {
+    backend_->drop_limbs(*prepared_, arg(out), arg(values[0]));  // a plain copy
+    return out;
+  }
+  backend_->add(*prepared_, arg(out), arg(values[0]), arg(values[1]));
+  for (std::size_t i = 2; i < values.size(); ++i) backend_->add(*prepared_, arg(out), arg(out), arg(values[i]));
+  return out;
+}
+
+// ---- multiplication ----
+
+Ciphertext Engine::multiply(const Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, "multiply");
+  check_own(b, "multiply");
+  require_components("multiply", a.state, 2);
+  require_components("multiply", b.state, 2);
+  require_ntt("multiply", a.state);
+  require_ntt("multiply", b.state);
+  require_same_level("multiply", a.state, b.state);
+  ValueState s = a.state;
+  s.components = 3;
+  s.scale = a.state.scale * b.state.scale;
+  Ciphertext out = make_ciphertext(s);
+  backend_->multiply(*prepared_, arg(out), arg(a), arg(b));
+  return out;
+}
+
+Ciphertext Engine::relinearize(const Ciphertext& a, const RelinKey& key) const {
+  check_own(a, "relinearize");
+  require_components("relinearize", a.state, 3);
+  require_ntt("relinearize", a.state);
+  if (!key.buffer) throw MissingKeyError("relinearize: no relinearization key was provided");
+  if (key.context_id != context_->id()) {
+    throw StateError("relinearize: relinearization key belongs to context " + std::to_string(key.context_id) +
+                     ", expected context " + std::to_string(context_->id()));
+  }
+  ValueState s = a.state;
+  s.components = 2;
+  Ciphertext out = make_ciphertext(s);
+  backend_->relinearize(*prepared_, arg(out), arg(a), arg(key));
+  return out;
+}
+
+Ciphertext Engine::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
+  check_own(a, "multiply_plain");
+  check_own(p, "multiply_plain");
+  require_components("multiply_plain", p.state, 1);
+  require_ntt("multiply_plain", a.state);
+  require_ntt("multiply_plain", p.state);
+  require_same_level("multiply_plain", a.state, p.state);
+  ValueState s = a.state;
+  s.scale = a.state.scale * p.state.scale;
+  Ciphertext out = make_ciphertext(s);
+  backend_->multiply_plain(*prepared_, arg(out), arg(a), arg(p));
+  return out;
+}
+
+Ciphertext Engine::multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const {
+  check_own(a, "multiply_scalar");
+  if (!(scalar_scale >= 1.0) || !std::isfinite(scalar_scale)) {
+    throw InvalidArgumentError("multiply_scalar: scalar scale " + std::to_string(scalar_scale) +
+                               " is invalid, expected a finite value >= 1");
+  }
+  ValueState s = a.state;
+  s.scale = a.state.scale * scalar_scale;
+  Ciphertext out = make_ciphertext(s);
+  backend_->multiply_constant(*prepared_, arg(out), arg(a), constant_residues(value * scalar_scale, a.state.level));
+  return out;
+}
+
+Ciphertext Engine::multiply_integer(const Ciphertext& a, std::int64_t value) const {
+  check_own(a, "multiply_integer");
+  std::vector<u64> residues(static_cast<std::size_t>(a.state.level + 1));
+  for (int i = 0; i <= a.state.level; ++i) {
+    const u64 q = context_->q()[static_cast<std::size_t>(i)].value;
+    const u64 magnitude = static_cast<u64>(value < 0 ? -(value + 1) : value) + (value < 0 ? 1 : 0);
+    residues[static_cast<std::size_t>(i)] = value < 0 ? neg_mod(magnitude % q, q) : magnitude % q;
+  }
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->multiply_constant(*prepared_, arg(out), arg(a), residues);
+  return out;
+}
+
+// ---- levels ----
+
+Ciphertext Engine::rescale(const Ciphertext& a) const {
+  check_own(a, "rescale");
+  require_ntt("rescale", a.state);
+  if (a.state.level == 0) state_error("rescale", "operand is at level 0, expected level >= 1", a.state);
+  ValueState s = a.state;
+  s.level -= 1;
+  s.scale = a.state.scale / static_cast<double>(context_->q()[static_cast<std::size_t>(a.state.level)].value);
+  Ciphertext out = make_ciphertext(s);
+  backend_->rescale(*prepared_, arg(out), arg(a));
+  return out;
+}
+
+Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const {
+  check_own(a, "drop_to_level");
+  if (level < 0 || level > a.state.level) {
+    state_error("drop_to_level", "target level " + std::to_string(level) + " is out of range, expected 0.." +
+                                     std::to_string(a.state.level),
+                a.state);
+  }
+  ValueState s = a.state;
+  s.level = level;
+  Ciphertext out = make_ciphertext(s);
+  backend_->drop_limbs(*prepared_, arg(out), arg(a));
+  return out;
+}
+
+Plaintext Engine::drop_to_level(const Plaintext& p, int level) const {
+  check_own(p, "drop_to_level");
+  if (level < 0 || level > p.state.level) {
+    state_error("drop_to_level", "target level " + std::to_string(level) + " is out of range, expected 0.." +
+                                     std::to_string(p.state.level),
+                p.state);
+  }
+  ValueState s = p.state;
+  s.level = level;
+  Plaintext out;
+  out.state = s;
+  out.buffer = backend_->allocate(s.words(*context_) * word_bytes(s.word_size));
+  backend_->drop_limbs(*prepared_, arg(out), arg(p));
+  return out;
+}
+
+// ---- rotations ----
+
+const SwitchKey& Engine::galois_key(const GaloisKeys& keys, std::uint32_t element, long step) const {
+  if (keys.context_id != context_->id() && !keys.keys.empty()) {
+    throw StateError("Galois keys belong to context " + std::to_string(keys.context_id) + ", expected context " +
+                     std::to_string(context_->id()));
+  }
+  const auto it = keys.keys.find(element);
+  if (it == keys.keys.end()) {
+    throw MissingKeyError("no Galois key for " +
+                          (element == context_->conjugation_element() ? std::string("conjugation")
+                                                                      : "rotation step " + std::to_string(step)) +
+                          " (Galois element " + std::to_string(element) + ")");
+  }
+  return it->second;
+}
+
+std::vector<std::uint32_t> Engine::rotation_plan(long step, const GaloisKeys& keys) const {
+  const long slots = static_cast<long>(context_->ring_degree() / 2);
+  if (step <= -slots || step >= slots) {
+    throw InvalidArgumentError("rotation step " + std::to_string(step) + " is out of range: expected -" +
+                               std::to_string(slots - 1) + ".." + std::to_string(slots - 1));
+  }
+  const long normalized = ((step % slots) + slots) % slots;
+  if (normalized == 0) return {};
+  const std::uint32_t exact = context_->galois_element(step);
+  if (keys.contains(exact)) return {exact};
+  std::vector<std::uint32_t> plan;
+  std::string missing;
+  for (long bit = 1; bit < slots; bit <<= 1) {
+    if ((normalized & bit) == 0) continue;
+    const std::uint32_t element = context_->galois_element(bit);
+    if (!keys.contains(element)) missing += (missing.empty() ? "" : ", ") + std::to_string(bit);
+    plan.push_back(element);
+  }
+  if (!missing.empty()) {
+    throw MissingKeyError("no Galois key for rotation step " + std::to_string(step) +
+                          ", and it cannot be composed from power-of-two keys: missing steps " + missing);
+  }
+  return plan;
+}
+
+Ciphertext Engine::rotate_by_element(const Ciphertext& a, std::uint32_t element, const GaloisKeys& keys) const {
+  const SwitchKey& key = galois_key(keys, element, 0);
+  Ciphertext out = make_ciphertext(a.state);
+  backend_->rotate(*prepared_, arg(out), arg(a), element, arg(key));
+  return out;
+}
+
+Ciphertext Engine::rotate(const Ciphertext& a, long step, const GaloisKeys& keys) const {
+  check_own(a, "rotate");
+  require_components("rotate", a.state, 2);
+  require_ntt("rotate", a.state);
+  const auto plan = rotation_plan(step, keys);
+  if (plan.empty()) return drop_to_level(a, a.state.level);
+  Ciphertext current = rotate_by_element(a, plan[0], keys);
+  for (std::size_t i = 1; i < plan.size(); ++i) current = rotate_by_element(current, plan[i], keys);
+  return current;
+}
+
+Ciphertext Engine::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
+  check_own(a, "conjugate");
+  require_components("conjugate", a.state, 2);
+  require_ntt("conjugate", a.state);
+  return rotate_by_element(a, context_->conjugation_element(), keys);
+}
+
+std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<const long> steps,
+                                               const GaloisKeys& keys) const {
+  check_own(a, "rotate_hoisted");
+  require_components("rotate_hoisted", a.state, 2);
+  require_ntt("rotate_hoisted", a.state);
+  const long slots = static_cast<long>(context_->ring_degree() / 2);
+  std::vector<Ciphertext> results(steps.size());
+  std::vector<PolyArg> outs;
+  std::vector<std::uint32_t> elements;
+  std::vector<KeyArg> key_args;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const long step = steps[i];
+    if (step <= -slots || step >= slots) {
+      throw InvalidArgumentError("rotate_hoisted: rotation step " + std::to_string(step) +
+                                 " is out of range: expected -" + std::to_string(slots - 1) + ".." +
+                                 std::to_string(slots - 1));
+    }
+    if (step % slots == 0) continue;
+    const std::uint32_t element = context_->galois_element(step);
+    key_args.push_back(arg(galois_key(keys, element, step)));
+    elements.push_back(element);
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    results[i] = make_ciphertext(a.state);
+    if (steps[i] % slots == 0) {
+      backend_->drop_limbs(*prepared_, arg(results[i]), arg(a));  // rotation by 0 is a copy
+    } else {
+      outs.push_back(arg(results[i]));
+    }
+  }
+  if (!outs.empty()) backend_->rotate_hoisted(*prepared_, outs, arg(a), elements, key_args);
+  return results;
+}
+
+// ---- domains ----
+
+Ciphertext Engine::to_ntt(const Ciphertext& a) const {
+  check_own(a, "to_ntt");
+  if (a.state.domain != Domain::coefficient) state_error("to_ntt", "operand is already in the ntt domain", a.state);
+  ValueState s = a.state;
+  s.domain = Domain::ntt;
+  Ciphertext out = make_ciphertext(s);
+  backend_->to_ntt(*prepared_, arg(out), arg(a));
+  return out;
+}
+
+Ciphertext Engine::to_coefficient(const Ciphertext& a) const {
+  check_own(a, "to_coefficient");
+  require_ntt("to_coefficient", a.state);
+  ValueState s = a.state;
+  s.domain = Domain::coefficient;
+  Ciphertext out = make_ciphertext(s);
+  backend_->to_coefficient(*prepared_, arg(out), arg(a));
+  return out;
+}
+
+Ciphertext Engine::multiply_relinearize_rescale(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const {
+  return rescale(relinearize(multiply(a, b), key));
+}
+
+}  // namespace fhelium

@@ -1,0 +1,90 @@
+#include "fhelium/params.hpp"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+namespace {
+
+struct PresetShape {
+  int log_n;
+  int first_bits;
+  int scale_bits;
+  int levels;
+  int special_count;
+  int special_bits;
+};
+
+// The int64 family. Every preset passes the 128-bit ternary budget:
+// log2(QP) = first + levels * scale + special_count * special_bits.
+const std::map<std::string, PresetShape>& presets() {
+  static const std::map<std::string, PresetShape> table = {
+      {"slots8192_scale30_levels7", {14, 50, 30, 7, 1, 50}},       // 310 <= 430
+      {"slots8192_scale40_levels7", {14, 60, 40, 7, 1, 60}},       // 400 <= 430
+      {"slots8192_scale50_levels6", {14, 60, 50, 6, 1, 60}},       // 420 <= 430
+      {"slots16384_scale30_levels16", {15, 50, 30, 16, 2, 50}},    // 630 <= 868
+      {"slots16384_scale40_levels16", {15, 60, 40, 16, 2, 60}},    // 820 <= 868
+      {"slots16384_scale50_levels13", {15, 60, 50, 13, 2, 60}},    // 830 <= 868
+      {"slots32768_scale30_levels34", {16, 50, 30, 34, 4, 50}},    // 1270 <= 1747
+      {"slots32768_scale40_levels34", {16, 60, 40, 34, 4, 60}},    // 1660 <= 1747
+      {"slots32768_scale50_levels28", {16, 60, 50, 28, 4, 60}},    // 1700 <= 1747
+  };
+  return table;
+}
+
+}  // namespace
+
+void CkksParameters::validate() const {
+  if (log_ring_degree < 10 || log_ring_degree > 17) {
+    throw ParameterError("ring degree 2^" + std::to_string(log_ring_degree) +
+                         " is out of range: expected 2^10 .. 2^17");
+  }
+  if (q_bits.empty()) throw ParameterError("q_bits is empty: expected at least one ciphertext prime");
+  if (p_bits.empty()) {
+    throw ParameterError("p_bits is empty: expected at least one special prime for key switching");
+  }
+  if (!(scale > 1.0) || !std::isfinite(scale)) {
+    throw ParameterError("scale " + std::to_string(scale) + " is invalid: expected a finite value > 1");
+  }
+  if (word_size != WordSize::bits64) {
+    throw ParameterError("word size 32 is not implemented yet: expected 64-bit words");
+  }
+  if (security_bits != 128 && security_bits != 192 && security_bits != 256) {
+    throw ParameterError("security level " + std::to_string(security_bits) + " bits: expected 128, 192 or 256");
+  }
+  if (hamming_weight < 0 || static_cast<std::uint64_t>(hamming_weight) > ring_degree()) {
+    throw ParameterError("hamming weight " + std::to_string(hamming_weight) + " is out of range: expected 0.." +
+                         std::to_string(ring_degree()));
+  }
+  if (hamming_weight != 0 && secret != SecretDistribution::ternary) {
+    throw ParameterError("a sparse hamming weight needs a ternary secret");
+  }
+}
+
+CkksParameters preset(const std::string& name) {
+  const auto it = presets().find(name);
+  if (it == presets().end()) {
+    std::string known;
+    for (const auto& [k, v] : presets()) known += (known.empty() ? "" : ", ") + k;
+    throw ParameterError("unknown preset '" + name + "': expected one of " + known);
+  }
+  const PresetShape& s = it->second;
+  CkksParameters p;
+  p.log_ring_degree = s.log_n;
+  p.q_bits.push_back(s.first_bits);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.levels), s.scale_bits);
+  p.p_bits.assign(static_cast<std::size_t>(s.special_count), s.special_bits);
+  p.scale = std::ldexp(1.0, s.scale_bits);
+  return p;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : presets()) names.push_back(k);
+  return names;
+}
+
+}  // namespace fhelium

@@ -1,0 +1,85 @@
+#include "fhelium/rns.hpp"
+
+#include <string>
+
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+
+namespace {
+constexpr std::size_t max_from_primes = 60;  // keeps the 128-bit accumulation exact
+}
+
+BasisConverter::BasisConverter(std::vector<Modulus> from, std::vector<Modulus> to)
+    : from_(std::move(from)), to_(std::move(to)) {
+  if (from_.empty() || from_.size() > max_from_primes) {
+    throw ParameterError("basis conversion from " + std::to_string(from_.size()) +
+                         " primes: expected 1.." + std::to_string(max_from_primes));
+  }
+  const std::size_t na = from_.size();
+  hat_inv_.resize(na);
+  hat_inv_shoup_.resize(na);
+  inv_double_.resize(na);
+  for (std::size_t i = 0; i < na; ++i) {
+    const Modulus& ai = from_[i];
+    u64 hat = 1;
+    for (std::size_t k = 0; k < na; ++k) {
+      if (k != i) hat = mul_mod(hat, from_[k].value % ai.value, ai);
+    }
+    hat_inv_[i] = inv_mod(hat, ai);
+    hat_inv_shoup_[i] = shoup(hat_inv_[i], ai.value);
+    inv_double_[i] = 1.0 / static_cast<double>(ai.value);
+  }
+  hat_mod_to_.resize(to_.size() * na);
+  prod_mod_to_.resize(to_.size());
+  for (std::size_t j = 0; j < to_.size(); ++j) {
+    const Modulus& b = to_[j];
+    u64 product = 1;
+    for (std::size_t i = 0; i < na; ++i) {
+      u64 hat = 1;
+      for (std::size_t k = 0; k < na; ++k) {
+        if (k != i) hat = mul_mod(hat, from_[k].value % b.value, b);
+      }
+      hat_mod_to_[j * na + i] = hat;
+      product = mul_mod(product, from_[i].value % b.value, b);
+    }
+    prod_mod_to_[j] = product;
+  }
+  // v * [A]_{b_j} for every overflow count v = 0..|A|.
+  overflow_mod_to_.resize(to_.size() * (na + 1));
+  for (std::size_t j = 0; j < to_.size(); ++j) {
+    for (std::size_t v = 0; v <= na; ++v) overflow_mod_to_[j * (na + 1) + v] = mul_mod(v, prod_mod_to_[j], to_[j]);
+  }
+  hat_inverse_is_one_ = na == 1;  // A / a_0 = 1
+}
+
+void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const {
+  const std::size_t na = from_.size();
+  const std::size_t nb = to_.size();
+  u64 y[max_from_primes];
+  for (std::size_t k = begin; k < end; ++k) {
+    double overflow = 0.0;
+    for (std::size_t i = 0; i < na; ++i) {
+      y[i] = hat_inverse_is_one_ ? in[i * n + k] : mul_shoup(in[i * n + k], hat_inv_[i], hat_inv_shoup_[i], from_[i].value);
+      overflow += static_cast<double>(y[i]) * inv_double_[i];
+    }
+    // Rounding (not flooring) gives the centered representative.
+    const u64 v = static_cast<u64>(overflow + 0.5);
+    if (na == 1) {
+      // A single prime: A / a_0 = 1, so the lift is y (or y - a_0) itself.
+      for (std::size_t j = 0; j < nb; ++j) {
+        out[j * n + k] = sub_mod(reduce64(y[0], to_[j]), overflow_mod_to_[j * 2 + v], to_[j].value);
+      }
+      continue;
+    }
+    for (std::size_t j = 0; j < nb; ++j) {
+      const u64* hat = &hat_mod_to_[j * na];
+      u128 acc = 0;
+      for (std::size_t i = 0; i < na; ++i) acc += static_cast<u128>(y[i]) * hat[i];
+      const Modulus& b = to_[j];
+      out[j * n + k] = sub_mod(reduce128(acc, b), overflow_mod_to_[j * (na + 1) + v], b.value);
+    }
+  }
+}
+
+}  // namespace fhelium

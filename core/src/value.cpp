@@ -1,0 +1,38 @@
+#include "fhelium/value.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "fhelium/context.hpp"
+
+namespace fhelium {
+
+std::string to_string(Domain d) { return d == Domain::ntt ? "ntt" : "coefficient"; }
+std::string to_string(Basis b) { return b == Basis::Q ? "Q" : "QP"; }
+
+int ValueState::limbs(const Context& context) const {
+  return level + 1 + (basis == Basis::QP ? context.special_count() : 0);
+}
+
+std::size_t ValueState::words(const Context& context) const {
+  return static_cast<std::size_t>(components) * static_cast<std::size_t>(limbs(context)) * context.ring_degree();
+}
+
+std::string ValueState::describe() const {
+  std::ostringstream s;
+  s << "{context " << context_id << ", level " << level << ", scale 2^" << std::log2(scale) << ", domain "
+    << to_string(domain) << ", basis " << to_string(basis) << ", components " << components << ", word "
+    << static_cast<int>(word_size) << " bits}";
+  return s.str();
+}
+
+u64* HostValue::limb(const Context& context, int component, int limb) {
+  const auto limbs = static_cast<std::size_t>(state.limbs(context));
+  return data.data() + (static_cast<std::size_t>(component) * limbs + static_cast<std::size_t>(limb)) * context.ring_degree();
+}
+
+const u64* HostValue::limb(const Context& context, int component, int limb) const {
+  return const_cast<HostValue*>(this)->limb(context, component, limb);
+}
+
+}  // namespace fhelium

@@ -1,0 +1,126 @@
+// Every bad input the Engine can meet raises a typed error whose message
+// names the value, its state and what was expected; nothing aborts.
+#include <gtest/gtest.h>
+
+#include "helpers.hpp"
+
+namespace fhelium::test {
+namespace {
+
+// Runs `body`, expects an exception of type E whose message contains every fragment.
+template <class E, class Body>
+void expect_error(Body body, std::initializer_list<const char*> fragments) {
+  try {
+    body();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    const std::string message = e.what();
+    for (const char* fragment : fragments) {
+      EXPECT_NE(message.find(fragment), std::string::npos) << "message '" << message << "' lacks '" << fragment << "'";
+    }
+  }
+}
+
+class EngineErrors : public testing::Test {
+ protected:
+  EngineErrors() : f(small_params(12, 3)), a(f.random_message(1.0)), top(f.encrypt(a)), low(f.encrypt(a, 1)) {}
+  Fixture f;
+  Message a;
+  Ciphertext top, low;
+};
+
+TEST_F(EngineErrors, MismatchedLevels) {
+  expect_error<StateError>([&] { f.engine.add(top, low); }, {"add", "levels 3 and 1", "drop_to_level"});
+  expect_error<StateError>([&] { f.engine.multiply(top, low); }, {"multiply", "levels 3 and 1"});
+}
+
+TEST_F(EngineErrors, MismatchedScales) {
+  const auto other = f.encrypt(a, 3, std::ldexp(1.0, 30));
+  expect_error<StateError>([&] { f.engine.add(top, other); }, {"scales 2^40 and 2^30", "expected equal scales"});
+}
+
+TEST_F(EngineErrors, MismatchedContexts) {
+  Fixture g(small_params(12, 3), 9);
+  const auto foreign = g.encrypt(a);
+  expect_error<StateError>([&] { f.engine.add(top, foreign); }, {"context", "expected context"});
+  expect_error<StateError>([&] { f.engine.relinearize(f.engine.multiply(top, top), g.relin_key()); },
+                           {"relinearization key belongs to context"});
+}
+
+TEST_F(EngineErrors, MismatchedDomains) {
+  const auto coeff = f.engine.to_coefficient(top);
+  expect_error<StateError>([&] { f.engine.add(top, coeff); }, {"ntt and coefficient domains"});
+  expect_error<StateError>([&] { f.engine.multiply(coeff, top); }, {"coefficient domain, expected the ntt domain"});
+  expect_error<StateError>([&] { f.engine.to_coefficient(coeff); }, {"expected the ntt domain"});
+}
+
+TEST_F(EngineErrors, MismatchedComponentCounts) {
+  // Two scale-2^20 factors give a 3-component value at top's scale 2^40.
+  const auto half = f.encrypt(a, 3, std::ldexp(1.0, 20));
+  const auto three = f.engine.multiply(half, half);
+  expect_error<StateError>([&] { f.engine.add(top, three); }, {"3 components, expected 2"});
+  expect_error<StateError>([&] { f.engine.relinearize(top, f.relin_key()); }, {"2 components, expected 3"});
+  expect_error<StateError>([&] { f.engine.multiply(three, top); }, {"3 components, expected 2"});
+}
+
+TEST_F(EngineErrors, MissingKeys) {
+  expect_error<MissingKeyError>([&] { f.engine.relinearize(f.engine.multiply(top, top), RelinKey{}); },
+                                {"no relinearization key"});
+  const auto keys = f.galois_keys({1});
+  expect_error<MissingKeyError>([&] { f.engine.rotate(top, 6, keys); }, {"rotation step 6", "missing steps 2, 4"});
+  expect_error<MissingKeyError>([&] { f.engine.conjugate(top, keys); }, {"conjugation"});
+  const std::vector<long> steps = {1, 3};
+  expect_error<MissingKeyError>([&] { f.engine.rotate_hoisted(top, steps, keys); }, {"rotation step 3"});
+}
+
+TEST_F(EngineErrors, RotationStepOutOfRange) {
+  const auto keys = f.galois_keys({1});
+  const long slots = static_cast<long>(f.slots());
+  expect_error<InvalidArgumentError>([&] { f.engine.rotate(top, slots, keys); },
+                                     {"rotation step 2048", "out of range", "-2047..2047"});
+  expect_error<InvalidArgumentError>([&] { f.engine.rotate(top, -slots - 5, keys); }, {"out of range"});
+}
+
+TEST_F(EngineErrors, MessageLongerThanSlots) {
+  const Message too_long(f.slots() + 1);
+  expect_error<InvalidArgumentError>([&] { f.encoder.encode(too_long, 3, f.scale()); },
+                                     {"2049 values", "slot count 2048"});
+}
+
+TEST_F(EngineErrors, RescaleAtLevelZero) {
+  const auto bottom = f.encrypt(a, 0);
+  expect_error<StateError>([&] { f.engine.rescale(bottom); }, {"level 0, expected level >= 1"});
+  expect_error<StateError>([&] { f.engine.drop_to_level(low, 2); }, {"target level 2", "expected 0..1"});
+}
+
+TEST_F(EngineErrors, ParametersThatCannotBeBuilt) {
+  CkksParameters p = small_params(12, 3);
+  p.q_bits = {62};
+  expect_error<ParameterError>([&] { Context::create(p); }, {"62 bits", "20..61"});
+  p = small_params(17, 1);
+  p.q_bits = {20, 20};  // only a handful of 20-bit primes are 1 mod 2^18
+  expect_error<ParameterError>([&] { Context::create(p); }, {"20 bits"});
+  p = small_params(12, 1);
+  p.log_ring_degree = 18;
+  expect_error<ParameterError>([&] { Context::create(p); }, {"2^18", "2^10 .. 2^17"});
+}
+
+TEST_F(EngineErrors, SecurityTableRefusesAndOptOutAccepts) {
+  CkksParameters p = preset("slots8192_scale40_levels7");
+  p.q_bits.assign(12, 40);
+  expect_error<SecurityError>([&] { Context::create(p); }, {"log2(QP) = 5", "430", "allow_insecure"});
+  p.allow_insecure = true;
+  EXPECT_NO_THROW(Context::create(p));
+}
+
+TEST_F(EngineErrors, MalformedHostValues) {
+  HostValue bad = f.engine.download(top);
+  bad.data.pop_back();
+  expect_error<StateError>([&] { f.engine.upload_ciphertext(bad); }, {"upload_ciphertext", "does not fit"});
+  HostSwitchKey key = f.keygen.relinearization_key(f.sk);
+  key.data.resize(10);
+  expect_error<StateError>([&] { f.engine.upload_relinearization_key(key); }, {"10 words", "does not fit"});
+}
+
+}  // namespace
+}  // namespace fhelium::test

@@ -1,0 +1,205 @@
+// Every Engine operation on the CPU backend against the clear message, at
+// several ring sizes and levels.
+#include <gtest/gtest.h>
+
+#include "helpers.hpp"
+
+namespace fhelium::test {
+namespace {
+
+struct Shape {
+  int log_n;
+  int levels;
+  int specials;
+  int level;  // level the inputs are encrypted at
+};
+
+std::string shape_name(const testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  return "N" + std::to_string(1 << s.log_n) + "_L" + std::to_string(s.levels) + "_K" + std::to_string(s.specials) +
+         "_at" + std::to_string(s.level);
+}
+
+class EngineTest : public testing::TestWithParam<Shape> {
+ protected:
+  void SetUp() override {
+    const Shape& s = GetParam();
+    f = std::make_unique<Fixture>(small_params(s.log_n, s.levels, s.specials), static_cast<std::uint8_t>(s.log_n));
+    a = f->random_message(1.0);
+    b = f->random_message(1.0);
+    ca = f->encrypt(a, s.level);
+    cb = f->encrypt(b, s.level);
+  }
+  int level() const { return GetParam().level; }
+
+  std::unique_ptr<Fixture> f;
+  Message a, b;
+  Ciphertext ca, cb;
+};
+
+constexpr double tolerance = 1e-5;
+
+Message apply(const Message& x, const Message& y, auto op) {
+  Message out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = op(x[i], y[i]);
+  return out;
+}
+
+TEST_P(EngineTest, EncryptDecryptPublicAndSymmetric) {
+  EXPECT_LT(max_error(a, f->decrypt(ca)), tolerance);
+  const auto sym = f->engine.upload_ciphertext(
+      f->encryptor.encrypt_symmetric(f->encoder.encode(a, level(), f->scale()), f->sk));
+  EXPECT_LT(max_error(a, f->decrypt(sym)), tolerance);
+}
+
+TEST_P(EngineTest, AddSubNegate) {
+  const auto plus = [](auto x, auto y) { return x + y; };
+  const auto minus = [](auto x, auto y) { return x - y; };
+  EXPECT_LT(max_error(apply(a, b, plus), f->decrypt(f->engine.add(ca, cb))), tolerance);
+  EXPECT_LT(max_error(apply(a, b, minus), f->decrypt(f->engine.sub(ca, cb))), tolerance);
+  Message neg(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) neg[i] = -a[i];
+  EXPECT_LT(max_error(neg, f->decrypt(f->engine.negate(ca))), tolerance);
+  auto acc = f->engine.add(ca, cb);
+  f->engine.sub_inplace(acc, cb);
+  f->engine.add_inplace(acc, ca);
+  EXPECT_LT(max_error(apply(a, a, plus), f->decrypt(acc)), tolerance);
+}
+
+TEST_P(EngineTest, AddSubPlaintextAndScalar) {
+  const auto pb = f->plaintext(b, level(), f->scale());
+  EXPECT_LT(max_error(apply(a, b, [](auto x, auto y) { return x + y; }), f->decrypt(f->engine.add(ca, pb))), tolerance);
+  EXPECT_LT(max_error(apply(a, b, [](auto x, auto y) { return x - y; }), f->decrypt(f->engine.sub(ca, pb))), tolerance);
+  Message shifted = a;
+  for (auto& x : shifted) x += 0.75;
+  EXPECT_LT(max_error(shifted, f->decrypt(f->engine.add_scalar(ca, 0.75))), tolerance);
+  for (auto& x : shifted) x -= 1.0;
+  EXPECT_LT(max_error(shifted, f->decrypt(f->engine.sub_scalar(ca, 0.25))), tolerance);
+  // Also in the coefficient domain, where the constant lands on coefficient 0.
+  const auto coeff = f->engine.to_coefficient(ca);
+  for (auto& x : shifted) x += 0.25 + 2.0;
+  EXPECT_LT(max_error(shifted, f->decrypt(f->engine.add_scalar(coeff, 2.0))), tolerance);
+}
+
+TEST_P(EngineTest, MultiplyRelinearizeRescale) {
+  if (level() == 0) GTEST_SKIP() << "no level left to rescale";
+  const auto rk = f->relin_key();
+  const auto product = f->engine.multiply(ca, cb);
+  EXPECT_EQ(product.state.components, 3);
+  const auto times = [](auto x, auto y) { return x * y; };
+  const Message expected = apply(a, b, times);
+  // Three-component decryption works before relinearization.
+  EXPECT_LT(max_error(expected, f->decrypt(product)), tolerance);
+  const auto relin = f->engine.relinearize(product, rk);
+  EXPECT_EQ(relin.state.components, 2);
+  EXPECT_LT(max_error(expected, f->decrypt(relin)), tolerance);
+  const auto rescaled = f->engine.rescale(relin);
+  EXPECT_EQ(rescaled.state.level, level() - 1);
+  EXPECT_LT(max_error(expected, f->decrypt(rescaled)), tolerance);
+  const auto helper = f->engine.multiply_relinearize_rescale(ca, cb, rk);
+  EXPECT_EQ(f->engine.download(helper).data, f->engine.download(rescaled).data);
+}
+
+TEST_P(EngineTest, MultiplyPlainScalarInteger) {
+  if (level() == 0) GTEST_SKIP() << "no level left to rescale";
+  const auto pb = f->plaintext(b, level(), f->scale());
+  const Message ab = apply(a, b, [](auto x, auto y) { return x * y; });
+  EXPECT_LT(max_error(ab, f->decrypt(f->engine.rescale(f->engine.multiply_plain(ca, pb)))), tolerance);
+  Message scaled = a;
+  for (auto& x : scaled) x *= -1.5;
+  EXPECT_LT(max_error(scaled, f->decrypt(f->engine.rescale(f->engine.multiply_scalar(ca, -1.5, f->scale())))),
+            tolerance);
+  for (auto& x : scaled) x = x / -1.5 * -3.0;
+  const auto tripled = f->engine.multiply_integer(ca, -3);
+  EXPECT_EQ(tripled.state.level, level());
+  EXPECT_LT(max_error(scaled, f->decrypt(tripled)), tolerance);
+}
+
+TEST_P(EngineTest, DropToLevelKeepsMessage) {
+  const auto dropped = f->engine.drop_to_level(ca, 0);
+  EXPECT_EQ(dropped.state.level, 0);
+  EXPECT_LT(max_error(a, f->decrypt(dropped)), tolerance);
+}
+
+TEST_P(EngineTest, RotateWithExactAndComposedKeys) {
+  const long slots = static_cast<long>(f->slots());
+  const auto exact = f->galois_keys({1, 5, -3});
+  for (long step : {1L, 5L, -3L}) {
+    EXPECT_LT(max_error(rotate_left(a, step), f->decrypt(f->engine.rotate(ca, step, exact))), tolerance)
+        << "step " << step;
+  }
+  std::vector<long> powers;
+  for (long p = 1; p < slots; p <<= 1) powers.push_back(p);
+  const auto pow2 = f->galois_keys(powers);
+  for (long step : {3L, 7L, slots - 1, -2L}) {
+    EXPECT_LT(max_error(rotate_left(a, step), f->decrypt(f->engine.rotate(ca, step, pow2))), tolerance)
+        << "step " << step;
+  }
+  EXPECT_LT(max_error(a, f->decrypt(f->engine.rotate(ca, 0, exact))), tolerance);
+}
+
+TEST_P(EngineTest, Conjugate) {
+  const auto keys = f->galois_keys({}, true);
+  Message conj(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) conj[i] = std::conj(a[i]);
+  EXPECT_LT(max_error(conj, f->decrypt(f->engine.conjugate(ca, keys))), tolerance);
+}
+
+TEST_P(EngineTest, HoistedRotationsMatchMessage) {
+  const std::vector<long> steps = {1, 2, 7, -1, 0};
+  const auto keys = f->galois_keys({1, 2, 7, -1});
+  const auto rotated = f->engine.rotate_hoisted(ca, steps, keys);
+  ASSERT_EQ(rotated.size(), steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_LT(max_error(rotate_left(a, steps[i]), f->decrypt(rotated[i])), tolerance) << "step " << steps[i];
+  }
+}
+
+TEST_P(EngineTest, SumOfBatch) {
+  const Message c = f->random_message(1.0);
+  const auto cc = f->encrypt(c, level());
+  const std::vector<Ciphertext> batch = {ca, cb, cc};
+  Message expected(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) expected[i] = a[i] + b[i] + c[i];
+  EXPECT_LT(max_error(expected, f->decrypt(f->engine.sum(batch))), tolerance);
+}
+
+TEST_P(EngineTest, DomainConversionsAreExactInverses) {
+  const auto coeff = f->engine.to_coefficient(ca);
+  EXPECT_EQ(coeff.state.domain, Domain::coefficient);
+  EXPECT_LT(max_error(a, f->decrypt(coeff)), tolerance);
+  const auto back = f->engine.to_ntt(coeff);
+  EXPECT_EQ(f->engine.download(back).data, f->engine.download(ca).data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, EngineTest,
+                         testing::Values(Shape{12, 3, 1, 3}, Shape{12, 3, 1, 1}, Shape{13, 5, 2, 5},
+                                         Shape{13, 5, 2, 2}, Shape{12, 4, 3, 4}, Shape{11, 2, 1, 0}),
+                         shape_name);
+
+// The Python FHElium tolerances at N = 2^14, scale 2^40, amplitude 0.01.
+class PresetAccuracy : public testing::Test {
+ protected:
+  static void SetUpTestSuite() { f = new Fixture(preset("slots8192_scale40_levels7"), 42); }
+  static void TearDownTestSuite() {
+    delete f;
+    f = nullptr;
+  }
+  static Fixture* f;
+};
+Fixture* PresetAccuracy::f = nullptr;
+
+TEST_F(PresetAccuracy, AddMultiplyRotateWithinTwoTimesTenToMinusFive) {
+  const Message a = f->random_message(0.01);
+  const Message b = f->random_message(0.01);
+  const auto ca = f->encrypt(a);
+  const auto cb = f->encrypt(b);
+  EXPECT_LT(max_error(apply(a, b, [](auto x, auto y) { return x + y; }), f->decrypt(f->engine.add(ca, cb))), 2e-5);
+  const auto product = f->engine.multiply_relinearize_rescale(ca, cb, f->relin_key());
+  EXPECT_LT(max_error(apply(a, b, [](auto x, auto y) { return x * y; }), f->decrypt(product)), 2e-5);
+  const auto keys = f->galois_keys({3});
+  EXPECT_LT(max_error(rotate_left(a, 3), f->decrypt(f->engine.rotate(ca, 3, keys))), 2e-5);
+}
+
+}  // namespace
+}  // namespace fhelium::test
