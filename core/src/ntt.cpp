@@ -4,6 +4,7 @@
 
 #include "fhelium/error.hpp"
 #include "fhelium/primes.hpp"
+#include "ntt_kernels.hpp"
 
 namespace fhelium {
 
@@ -42,106 +43,40 @@ NttTable::NttTable(std::uint64_t ring_degree, const Modulus& modulus)
   inv_n_shoup_ = shoup(inv_n_, q);
 }
 
-namespace {
-
-// Harvey butterflies with Shoup constants. Forward: inputs and outputs in
-// [0, 4q). Inverse: inputs and outputs in [0, 2q).
-inline void forward_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  u64 u = x >= two_q ? x - two_q : x;
-  const u64 v = mul_shoup_lazy(y, w, w_shoup, q);
-  x = u + v;
-  y = u - v + two_q;
-}
-
-inline void inverse_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  const u64 u = x;
-  const u64 v = y;
-  const u64 s = u + v;
-  x = s >= two_q ? s - two_q : s;
-  y = mul_shoup_lazy(u - v + two_q, w, w_shoup, q);
-}
-
-}  // namespace
-
-// Two stages per pass (radix 4) halve the loads and stores; an odd stage
-// count starts (forward) or ends (inverse) with one radix-2 stage.
 void NttTable::forward(u64* a) const {
   const u64 q = modulus_.value;
-  const u64 two_q = 2 * q;
+  if (detail::cpu_has_avx2() && n_ >= 16) {
+    detail::forward_avx2(a, n_, roots_.data(), roots_shoup_.data(), q);
+  } else {
+    forward_scalar(a);
+  }
+}
+
+void NttTable::forward_scalar(u64* a) const {
+  const u64 q = modulus_.value;
   std::uint64_t m = 1;
-  std::uint64_t t = n_;
   if (log_n_ & 1) {
-    t >>= 1;
-    for (std::uint64_t j = 0; j < t; ++j) forward_butterfly(a[j], a[j + t], roots_[1], roots_shoup_[1], q, two_q);
+    detail::forward_radix2_stage(a, n_, 1, roots_.data(), roots_shoup_.data(), q);
     m = 2;
   }
-  for (; m < n_; m <<= 2) {
-    t >>= 1;
-    const std::uint64_t t2 = t >> 1;
-    for (std::uint64_t i = 0; i < m; ++i) {
-      const u64 wa = roots_[m + i], wa_shoup = roots_shoup_[m + i];
-      const u64 wb0 = roots_[2 * m + 2 * i], wb0_shoup = roots_shoup_[2 * m + 2 * i];
-      const u64 wb1 = roots_[2 * m + 2 * i + 1], wb1_shoup = roots_shoup_[2 * m + 2 * i + 1];
-      u64* p0 = a + 2 * i * t;
-      u64* p1 = p0 + t2;
-      u64* p2 = p0 + t;
-      u64* p3 = p2 + t2;
-      for (std::uint64_t j = 0; j < t2; ++j) {
-        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
-        forward_butterfly(x0, x2, wa, wa_shoup, q, two_q);
-        forward_butterfly(x1, x3, wa, wa_shoup, q, two_q);
-        forward_butterfly(x0, x1, wb0, wb0_shoup, q, two_q);
-        forward_butterfly(x2, x3, wb1, wb1_shoup, q, two_q);
-        p0[j] = x0;
-        p1[j] = x1;
-        p2[j] = x2;
-        p3[j] = x3;
-      }
-    }
-    t = t2;
-  }
-  for (std::uint64_t j = 0; j < n_; ++j) {
-    u64 u = a[j];
-    u = u >= two_q ? u - two_q : u;
-    a[j] = u >= q ? u - q : u;
-  }
+  detail::forward_radix4_passes(a, n_, m, roots_.data(), roots_shoup_.data(), q);
+  detail::reduce_from_4q(a, n_, q);
 }
 
 void NttTable::inverse(u64* a) const {
   const u64 q = modulus_.value;
-  const u64 two_q = 2 * q;
-  std::uint64_t t = 1;
-  std::uint64_t m = n_;
-  for (; m >= 4; m >>= 2) {
-    const std::uint64_t h = m >> 1;
-    for (std::uint64_t i = 0; i < h / 2; ++i) {
-      const u64 w0 = inv_roots_[h + 2 * i], w0_shoup = inv_roots_shoup_[h + 2 * i];
-      const u64 w1 = inv_roots_[h + 2 * i + 1], w1_shoup = inv_roots_shoup_[h + 2 * i + 1];
-      const u64 w = inv_roots_[h / 2 + i], w_shoup = inv_roots_shoup_[h / 2 + i];
-      u64* p0 = a + 4 * i * t;
-      u64* p1 = p0 + t;
-      u64* p2 = p1 + t;
-      u64* p3 = p2 + t;
-      for (std::uint64_t j = 0; j < t; ++j) {
-        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
-        inverse_butterfly(x0, x1, w0, w0_shoup, q, two_q);
-        inverse_butterfly(x2, x3, w1, w1_shoup, q, two_q);
-        inverse_butterfly(x0, x2, w, w_shoup, q, two_q);
-        inverse_butterfly(x1, x3, w, w_shoup, q, two_q);
-        p0[j] = x0;
-        p1[j] = x1;
-        p2[j] = x2;
-        p3[j] = x3;
-      }
-    }
-    t <<= 2;
+  if (detail::cpu_has_avx2() && n_ >= 16) {
+    detail::inverse_avx2(a, n_, inv_roots_.data(), inv_roots_shoup_.data(), q, inv_n_, inv_n_shoup_);
+  } else {
+    inverse_scalar(a);
   }
-  if (m == 2) {
-    for (std::uint64_t j = 0; j < t; ++j) inverse_butterfly(a[j], a[j + t], inv_roots_[1], inv_roots_shoup_[1], q, two_q);
-  }
-  for (std::uint64_t j = 0; j < n_; ++j) {
-    a[j] = mul_shoup(a[j], inv_n_, inv_n_shoup_, q);
-  }
+}
+
+void NttTable::inverse_scalar(u64* a) const {
+  const u64 q = modulus_.value;
+  const std::uint64_t m = detail::inverse_radix4_passes(a, n_, n_, 2, inv_roots_.data(), inv_roots_shoup_.data(), q);
+  if (m == 2) detail::inverse_radix2_stage(a, n_, 2, inv_roots_.data(), inv_roots_shoup_.data(), q);
+  for (std::uint64_t j = 0; j < n_; ++j) a[j] = mul_shoup(a[j], inv_n_, inv_n_shoup_, q);
 }
 
 }  // namespace fhelium

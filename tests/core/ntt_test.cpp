@@ -98,6 +98,20 @@ TEST_P(NttTest, ForwardInverseIsIdentityAndOutputsReduced) {
   }
 }
 
+TEST_P(NttTest, ScalarAndDispatchedPathsAreBitIdentical) {
+  for (int trial = 0; trial < 3; ++trial) {
+    auto a = random_poly(n, q, rng);
+    if (trial == 1) a.assign(n, q - 1);
+    auto b = a;
+    table->forward(a.data());
+    table->forward_scalar(b.data());
+    ASSERT_EQ(a, b);
+    table->inverse(a.data());
+    table->inverse_scalar(b.data());
+    ASSERT_EQ(a, b);
+  }
+}
+
 TEST_P(NttTest, ForwardIsEvaluationAtOddPowersOfPsi) {
   const auto a = random_poly(n, q, rng);
   auto ntt = a;
@@ -139,7 +153,7 @@ TEST_P(NttTest, XToTheNIsMinusOne) {
 
 INSTANTIATE_TEST_SUITE_P(NttShapes, NttTest,
                          testing::Values(NttShape{10, 40}, NttShape{10, 60}, NttShape{11, 60}, NttShape{12, 40},
-                                         NttShape{12, 60}, NttShape{14, 40}, NttShape{14, 60}),
+                                         NttShape{12, 60}, NttShape{13, 50}, NttShape{14, 40}, NttShape{14, 60}, NttShape{15, 61}),
                          ntt_name);
 
 TEST(NttProductTest, NegacyclicProductMatchesSchoolbook) {

@@ -18,9 +18,12 @@ class NttTable {
   const Modulus& modulus() const { return modulus_; }
   u64 psi() const { return psi_; }
 
-  // In place; inputs in [0, q), outputs in [0, q).
+  // In place; inputs in [0, q), outputs in [0, q). Uses AVX2 when the CPU has it.
   void forward(u64* values) const;
   void inverse(u64* values) const;
+  // The portable path (bit-identical; tests compare the two).
+  void forward_scalar(u64* values) const;
+  void inverse_scalar(u64* values) const;
 
   // Tables in the order the kernels read them (shared with device backends).
   const std::vector<u64>& roots() const { return roots_; }

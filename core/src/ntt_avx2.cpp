@@ -1,0 +1,188 @@
+// AVX2 stages of the NTT: four 64-bit lanes per instruction, 64-bit products
+// assembled from 32-bit multiplies (AVX2 has no 64-bit high multiply). Stages
+// with a butterfly distance below 4 run on the scalar radix-4 pass. Results are
+// bit-identical to the scalar transform (exact integer arithmetic).
+#include <immintrin.h>
+
+#include <bit>
+
+#include "ntt_kernels.hpp"
+
+namespace fhelium::detail {
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+namespace {
+
+#define FHELIUM_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+// A constant split into its 32-bit halves once.
+struct Constant {
+  __m256i lo;  // the value (low 32 bits are what mul_epu32 reads)
+  __m256i hi;  // the value >> 32
+};
+
+FHELIUM_AVX2 Constant broadcast(u64 value) {
+  return {_mm256_set1_epi64x(static_cast<long long>(value)), _mm256_set1_epi64x(static_cast<long long>(value >> 32))};
+}
+
+// High 64 bits of x * c, exact.
+FHELIUM_AVX2 __m256i mulhi(__m256i x, const Constant& c) {
+  const __m256i x_hi = _mm256_srli_epi64(x, 32);
+  const __m256i ll = _mm256_mul_epu32(x, c.lo);
+  const __m256i lh = _mm256_mul_epu32(x, c.hi);
+  const __m256i hl = _mm256_mul_epu32(x_hi, c.lo);
+  const __m256i hh = _mm256_mul_epu32(x_hi, c.hi);
+  const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
+  const __m256i mid = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(lh, mask)),
+                                       _mm256_and_si256(hl, mask));
+  return _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32)),
+                          _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(mid, 32)));
+}
+
+// Low 64 bits of x * c.
+FHELIUM_AVX2 __m256i mullo(__m256i x, const Constant& c) {
+  const __m256i x_hi = _mm256_srli_epi64(x, 32);
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(x_hi, c.lo), _mm256_mul_epu32(x, c.hi));
+  return _mm256_add_epi64(_mm256_mul_epu32(x, c.lo), _mm256_slli_epi64(cross, 32));
+}
+
+// x * w mod q in [0, 2q) (Shoup), lane-wise.
+FHELIUM_AVX2 __m256i mul_shoup_lazy(__m256i x, const Constant& w, const Constant& w_shoup, const Constant& q) {
+  const __m256i quotient = mulhi(x, w_shoup);
+  return _mm256_sub_epi64(mullo(x, w), mullo(quotient, q));
+}
+
+// x - bound where x >= bound (values below 2^63, so signed compares are exact).
+FHELIUM_AVX2 __m256i subtract_if_at_least(__m256i x, __m256i bound, __m256i bound_minus_one) {
+  return _mm256_sub_epi64(x, _mm256_and_si256(_mm256_cmpgt_epi64(x, bound_minus_one), bound));
+}
+
+// Loop-invariant lane constants for one prime.
+struct Lanes {
+  Constant q;
+  __m256i q_v, q_minus_one, two_q, two_q_minus_one;
+};
+
+FHELIUM_AVX2 Lanes lanes_for(u64 q) {
+  return {broadcast(q), _mm256_set1_epi64x(static_cast<long long>(q)), _mm256_set1_epi64x(static_cast<long long>(q - 1)),
+          _mm256_set1_epi64x(static_cast<long long>(2 * q)), _mm256_set1_epi64x(static_cast<long long>(2 * q - 1))};
+}
+
+FHELIUM_AVX2 void forward_butterfly(__m256i& x, __m256i& y, const Constant& w, const Constant& w_shoup,
+                                    const Lanes& l) {
+  const __m256i u = subtract_if_at_least(x, l.two_q, l.two_q_minus_one);
+  const __m256i v = mul_shoup_lazy(y, w, w_shoup, l.q);
+  x = _mm256_add_epi64(u, v);
+  y = _mm256_add_epi64(_mm256_sub_epi64(u, v), l.two_q);
+}
+
+FHELIUM_AVX2 void inverse_butterfly(__m256i& x, __m256i& y, const Constant& w, const Constant& w_shoup,
+                                    const Lanes& l) {
+  const __m256i u = x;
+  const __m256i v = y;
+  x = subtract_if_at_least(_mm256_add_epi64(u, v), l.two_q, l.two_q_minus_one);
+  y = mul_shoup_lazy(_mm256_add_epi64(_mm256_sub_epi64(u, v), l.two_q), w, w_shoup, l.q);
+}
+
+FHELIUM_AVX2 __m256i load(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+FHELIUM_AVX2 void store(u64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+}  // namespace
+
+__attribute__((target("avx2"))) void forward_avx2(u64* a, std::uint64_t n, const u64* roots,
+                                                  const u64* roots_shoup, u64 q) {
+  const Lanes l = lanes_for(q);
+  // Vector stages are those with butterfly distance t = n / 2m >= 4: m <= n / 8.
+  std::uint64_t m = 1;
+  if ((std::countr_zero(n) - 2) % 2 == 1) {  // an odd count: one radix-2 stage first
+    const Constant w = broadcast(roots[1]), w_shoup = broadcast(roots_shoup[1]);
+    const std::uint64_t t = n / 2;
+    for (std::uint64_t j = 0; j < t; j += 4) {
+      __m256i x = load(a + j), y = load(a + j + t);
+      forward_butterfly(x, y, w, w_shoup, l);
+      store(a + j, x);
+      store(a + j + t, y);
+    }
+    m = 2;
+  }
+  for (; 16 * m <= n; m <<= 2) {  // stages m and 2m, distances t and t / 2 >= 4
+    const std::uint64_t t = n / (2 * m);
+    const std::uint64_t t2 = t / 2;
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const Constant wa = broadcast(roots[m + i]), wa_shoup = broadcast(roots_shoup[m + i]);
+      const Constant wb0 = broadcast(roots[2 * m + 2 * i]), wb0_shoup = broadcast(roots_shoup[2 * m + 2 * i]);
+      const Constant wb1 = broadcast(roots[2 * m + 2 * i + 1]), wb1_shoup = broadcast(roots_shoup[2 * m + 2 * i + 1]);
+      u64* p0 = a + 2 * i * t;
+      u64* p1 = p0 + t2;
+      u64* p2 = p0 + t;
+      u64* p3 = p2 + t2;
+      for (std::uint64_t j = 0; j < t2; j += 4) {
+        __m256i x0 = load(p0 + j), x1 = load(p1 + j), x2 = load(p2 + j), x3 = load(p3 + j);
+        forward_butterfly(x0, x2, wa, wa_shoup, l);
+        forward_butterfly(x1, x3, wa, wa_shoup, l);
+        forward_butterfly(x0, x1, wb0, wb0_shoup, l);
+        forward_butterfly(x2, x3, wb1, wb1_shoup, l);
+        store(p0 + j, x0);
+        store(p1 + j, x1);
+        store(p2 + j, x2);
+        store(p3 + j, x3);
+      }
+    }
+  }
+  forward_radix4_passes(a, n, m, roots, roots_shoup, q);  // distances 2 and 1
+  for (std::uint64_t j = 0; j < n; j += 4) {
+    const __m256i x = subtract_if_at_least(load(a + j), l.two_q, l.two_q_minus_one);
+    store(a + j, subtract_if_at_least(x, l.q_v, l.q_minus_one));
+  }
+}
+
+__attribute__((target("avx2"))) void inverse_avx2(u64* a, std::uint64_t n, const u64* roots,
+                                                  const u64* roots_shoup, u64 q, u64 inv_n, u64 inv_n_shoup) {
+  const Lanes l = lanes_for(q);
+  // Distances 1 and 2 on the scalar pass, then vector stages m = n/4 .. 2.
+  std::uint64_t m = inverse_radix4_passes(a, n, n, n / 2, roots, roots_shoup, q);
+  for (; m >= 4; m >>= 2) {  // stages m and m / 2, distances t and 2t
+    const std::uint64_t h = m / 2;
+    const std::uint64_t t = n / m;
+    for (std::uint64_t i = 0; i < h / 2; ++i) {
+      const Constant w0 = broadcast(roots[h + 2 * i]), w0_shoup = broadcast(roots_shoup[h + 2 * i]);
+      const Constant w1 = broadcast(roots[h + 2 * i + 1]), w1_shoup = broadcast(roots_shoup[h + 2 * i + 1]);
+      const Constant w = broadcast(roots[h / 2 + i]), w_shoup = broadcast(roots_shoup[h / 2 + i]);
+      u64* p0 = a + 4 * i * t;
+      u64* p1 = p0 + t;
+      u64* p2 = p1 + t;
+      u64* p3 = p2 + t;
+      for (std::uint64_t j = 0; j < t; j += 4) {
+        __m256i x0 = load(p0 + j), x1 = load(p1 + j), x2 = load(p2 + j), x3 = load(p3 + j);
+        inverse_butterfly(x0, x1, w0, w0_shoup, l);
+        inverse_butterfly(x2, x3, w1, w1_shoup, l);
+        inverse_butterfly(x0, x2, w, w_shoup, l);
+        inverse_butterfly(x1, x3, w, w_shoup, l);
+        store(p0 + j, x0);
+        store(p1 + j, x1);
+        store(p2 + j, x2);
+        store(p3 + j, x3);
+      }
+    }
+  }
+  if (m == 2) {  // an odd count: the last stage alone
+    const Constant w = broadcast(roots[1]), w_shoup = broadcast(roots_shoup[1]);
+    const std::uint64_t t = n / 2;
+    for (std::uint64_t j = 0; j < t; j += 4) {
+      __m256i x = load(a + j), y = load(a + j + t);
+      inverse_butterfly(x, y, w, w_shoup, l);
+      store(a + j, x);
+      store(a + j + t, y);
+    }
+  }
+  const Constant scale = broadcast(inv_n), scale_shoup = broadcast(inv_n_shoup);
+  for (std::uint64_t j = 0; j < n; j += 4) {
+    store(a + j, subtract_if_at_least(mul_shoup_lazy(load(a + j), scale, scale_shoup, l.q), l.q_v, l.q_minus_one));
+  }
+}
+
+}  // namespace fhelium::detail

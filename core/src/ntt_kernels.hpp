@@ -1,0 +1,124 @@
+// NTT passes shared by the scalar and the AVX2 transforms. Harvey's lazy
+// butterflies with Shoup constants: the forward transform keeps values in
+// [0, 4q), the inverse in [0, 2q). Two stages per pass (radix 4) halve the
+// loads and stores.
+#pragma once
+
+#include <cstdint>
+
+#include "fhelium/modarith.hpp"
+
+namespace fhelium::detail {
+
+bool cpu_has_avx2();
+void forward_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q);
+void inverse_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q, u64 inv_n,
+                  u64 inv_n_shoup);
+
+inline void forward_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
+  const u64 u = x >= two_q ? x - two_q : x;
+  const u64 v = mul_shoup_lazy(y, w, w_shoup, q);
+  x = u + v;
+  y = u - v + two_q;
+}
+
+inline void inverse_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
+  const u64 u = x;
+  const u64 v = y;
+  const u64 s = u + v;
+  x = s >= two_q ? s - two_q : s;
+  y = mul_shoup_lazy(u - v + two_q, w, w_shoup, q);
+}
+
+// Forward stage m (m blocks of 2t, t = n / 2m).
+inline void forward_radix2_stage(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
+                                 u64 q) {
+  const std::uint64_t t = n / (2 * m);
+  for (std::uint64_t i = 0; i < m; ++i) {
+    u64* x = a + 2 * i * t;
+    for (std::uint64_t j = 0; j < t; ++j) forward_butterfly(x[j], x[j + t], roots[m + i], roots_shoup[m + i], q, 2 * q);
+  }
+}
+
+// Forward stages m, 2m, 4m, ... up to n/2, two at a time (an even count).
+inline void forward_radix4_passes(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
+                                  u64 q) {
+  const u64 two_q = 2 * q;
+  for (; m < n; m <<= 2) {
+    const std::uint64_t t = n / (2 * m);
+    const std::uint64_t t2 = t >> 1;
+    for (std::uint64_t i = 0; i < m; ++i) {
+      const u64 wa = roots[m + i], wa_shoup = roots_shoup[m + i];
+      const u64 wb0 = roots[2 * m + 2 * i], wb0_shoup = roots_shoup[2 * m + 2 * i];
+      const u64 wb1 = roots[2 * m + 2 * i + 1], wb1_shoup = roots_shoup[2 * m + 2 * i + 1];
+      u64* p0 = a + 2 * i * t;
+      u64* p1 = p0 + t2;
+      u64* p2 = p0 + t;
+      u64* p3 = p2 + t2;
+      for (std::uint64_t j = 0; j < t2; ++j) {
+        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+        forward_butterfly(x0, x2, wa, wa_shoup, q, two_q);
+        forward_butterfly(x1, x3, wa, wa_shoup, q, two_q);
+        forward_butterfly(x0, x1, wb0, wb0_shoup, q, two_q);
+        forward_butterfly(x2, x3, wb1, wb1_shoup, q, two_q);
+        p0[j] = x0;
+        p1[j] = x1;
+        p2[j] = x2;
+        p3[j] = x3;
+      }
+    }
+  }
+}
+
+inline void reduce_from_4q(u64* a, std::uint64_t n, u64 q) {
+  for (std::uint64_t j = 0; j < n; ++j) {
+    u64 u = a[j];
+    u = u >= 2 * q ? u - 2 * q : u;
+    a[j] = u >= q ? u - q : u;
+  }
+}
+
+// Inverse stage m (m / 2 blocks of size n / (m / 2)).
+inline void inverse_radix2_stage(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
+                                 u64 q) {
+  const std::uint64_t h = m >> 1;
+  const std::uint64_t t = n / m;
+  for (std::uint64_t i = 0; i < h; ++i) {
+    u64* x = a + 2 * i * t;
+    for (std::uint64_t j = 0; j < t; ++j) inverse_butterfly(x[j], x[j + t], roots[h + i], roots_shoup[h + i], q, 2 * q);
+  }
+}
+
+// Inverse stages m, m/2, ... two at a time while m >= stop * 2; returns the
+// first stage not done.
+inline std::uint64_t inverse_radix4_passes(u64* a, std::uint64_t n, std::uint64_t m, std::uint64_t stop,
+                                           const u64* roots, const u64* roots_shoup, u64 q) {
+  const u64 two_q = 2 * q;
+  for (; m >= 2 * stop; m >>= 2) {
+    const std::uint64_t h = m >> 1;
+    const std::uint64_t t = n / m;
+    for (std::uint64_t i = 0; i < h / 2; ++i) {
+      const u64 w0 = roots[h + 2 * i], w0_shoup = roots_shoup[h + 2 * i];
+      const u64 w1 = roots[h + 2 * i + 1], w1_shoup = roots_shoup[h + 2 * i + 1];
+      const u64 w = roots[h / 2 + i], w_shoup = roots_shoup[h / 2 + i];
+      u64* p0 = a + 4 * i * t;
+      u64* p1 = p0 + t;
+      u64* p2 = p1 + t;
+      u64* p3 = p2 + t;
+      for (std::uint64_t j = 0; j < t; ++j) {
+        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+        inverse_butterfly(x0, x1, w0, w0_shoup, q, two_q);
+        inverse_butterfly(x2, x3, w1, w1_shoup, q, two_q);
+        inverse_butterfly(x0, x2, w, w_shoup, q, two_q);
+        inverse_butterfly(x1, x3, w, w_shoup, q, two_q);
+        p0[j] = x0;
+        p1[j] = x1;
+        p2[j] = x2;
+        p3[j] = x3;
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace fhelium::detail
