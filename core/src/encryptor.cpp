@@ -27,7 +27,10 @@ void small_to_residues(const Context& context, std::span<const std::int64_t> sma
     u64* limb = out + static_cast<std::size_t>(i) * n;
     for (std::size_t k = 0; k < n; ++k) {
       const std::int64_t x = small[k];
-      limb[k] = x >= 0 ? static_cast<u64>(x) % q : neg_mod(static_cast<u64>(-x) % q, q);
+      const u64 magnitude = x >= 0 ? static_cast<u64>(x) : static_cast<u64>(-(x + 1)) + 1;
+      // Secrets and errors are far below q: skip the division for them.
+      const u64 reduced = magnitude < q ? magnitude : magnitude % q;
+      limb[k] = x >= 0 ? reduced : neg_mod(reduced, q);
     }
   }
 }
@@ -121,8 +124,8 @@ HostValue Encryptor::encrypt_symmetric(const HostValue& plaintext, const SecretK
     const u64* mm = m.limb(ctx, 0, limb);
     u64* c0 = ct.limb(ctx, 0, limb);
     u64* c1 = ct.limb(ctx, 1, limb);
+    rng_.fill_uniform(std::span(c1, n), q.value);
     for (std::size_t k = 0; k < n; ++k) {
-      c1[k] = rng_.uniform(q.value);
       c0[k] = add_mod(sub_mod(c0[k], mul_mod(c1[k], s[k], q), q.value), mm[k], q.value);
     }
   }
@@ -157,12 +160,15 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
   for (int limb = 0; limb < limbs; ++limb) {
     const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
+    const u64* s_shoup = sk.ntt_qp_shoup().data() + static_cast<std::size_t>(limb) * n;
     u64* out = pt.limb(ctx, 0, limb);
     // Horner in s: c0 + s (c1 + s c2).
     std::memcpy(out, ct.limb(ctx, st.components - 1, limb), n * sizeof(u64));
     for (int c = st.components - 2; c >= 0; --c) {
       const u64* component = ct.limb(ctx, c, limb);
-      for (std::size_t k = 0; k < n; ++k) out[k] = add_mod(mul_mod(out[k], s[k], q), component[k], q.value);
+      for (std::size_t k = 0; k < n; ++k) {
+        out[k] = add_mod(mul_shoup(out[k], s[k], s_shoup[k], q.value), component[k], q.value);
+      }
     }
   }
   if (st.domain == Domain::coefficient) {

@@ -8,15 +8,21 @@
 
 namespace fhelium {
 
-SecretKey::SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp)
-    : context_id_(context_id), coefficients_(std::move(coefficients)), ntt_qp_(std::move(ntt_qp)) {}
+SecretKey::SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp,
+                     std::vector<u64> ntt_qp_shoup)
+    : context_id_(context_id),
+      coefficients_(std::move(coefficients)),
+      ntt_qp_(std::move(ntt_qp)),
+      ntt_qp_shoup_(std::move(ntt_qp_shoup)) {}
 
 SecretKey::~SecretKey() {
   // Wipe through volatile pointers so the stores are not elided.
   volatile std::int8_t* c = coefficients_.data();
   for (std::size_t i = 0; i < coefficients_.size(); ++i) c[i] = 0;
-  volatile u64* s = ntt_qp_.data();
-  for (std::size_t i = 0; i < ntt_qp_.size(); ++i) s[i] = 0;
+  for (auto* words : {&ntt_qp_, &ntt_qp_shoup_}) {
+    volatile u64* s = words->data();
+    for (std::size_t i = 0; i < words->size(); ++i) s[i] = 0;
+  }
 }
 
 KeyGenerator::KeyGenerator(std::shared_ptr<const Context> context, Csprng& rng)
@@ -45,7 +51,15 @@ SecretKey KeyGenerator::secret_key() {
   small_to_residues(ctx, wide, ntt_qp.data(), ctx.key_limbs());
   ntt_forward_limbs(ctx, ntt_qp.data(), ctx.key_limbs());
   std::fill(wide.begin(), wide.end(), 0);
-  return SecretKey(ctx.id(), std::move(coefficients), std::move(ntt_qp));
+  std::vector<u64> ntt_qp_shoup(ntt_qp.size());
+  for (int limb = 0; limb < ctx.key_limbs(); ++limb) {
+    const u64 q = ctx.key_modulus(limb).value;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = static_cast<std::size_t>(limb) * n + k;
+      ntt_qp_shoup[i] = shoup(ntt_qp[i], q);
+    }
+  }
+  return SecretKey(ctx.id(), std::move(coefficients), std::move(ntt_qp), std::move(ntt_qp_shoup));
 }
 
 PublicKey KeyGenerator::public_key(const SecretKey& sk) {
@@ -64,10 +78,8 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk) {
     u64* b = pk.value.limb(ctx, 0, limb);
     u64* a = pk.value.limb(ctx, 1, limb);
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
-    for (std::size_t k = 0; k < n; ++k) {
-      a[k] = rng_.uniform(q.value);
-      b[k] = sub_mod(b[k], mul_mod(a[k], s[k], q), q.value);
-    }
+    rng_.fill_uniform(std::span(a, n), q.value);
+    for (std::size_t k = 0; k < n; ++k) b[k] = sub_mod(b[k], mul_mod(a[k], s[k], q), q.value);
   }
   return pk;
 }
@@ -102,8 +114,8 @@ HostSwitchKey KeyGenerator::switch_key(const SecretKey& sk, std::span<const u64>
       const auto offset = static_cast<std::size_t>(limb) * n;
       const u64* s = sk.ntt_qp().data() + offset;
       const bool in_digit = limb <= ctx.max_level() && limb / alpha == j;
+      rng_.fill_uniform(std::span(a + offset, n), q.value);
       for (std::size_t k = 0; k < n; ++k) {
-        a[offset + k] = rng_.uniform(q.value);
         u64 value = sub_mod(b[offset + k], mul_mod(a[offset + k], s[k], q), q.value);
         if (in_digit) value = add_mod(value, mul_mod(p_mod_q[static_cast<std::size_t>(limb)], source[offset + k], q), q.value);
         b[offset + k] = value;

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <sys/random.h>
 
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -85,6 +86,21 @@ std::uint64_t Csprng::uniform(std::uint64_t bound) {
   for (;;) {
     const std::uint64_t x = next_u64();
     if (x < limit) return x % bound;
+  }
+}
+
+void Csprng::fill_uniform(std::span<std::uint64_t> out, std::uint64_t bound) {
+  if (bound == 0) throw InvalidArgumentError("uniform bound 0: expected a bound >= 1");
+  const std::uint64_t mask = bound == 1 ? 0 : ~std::uint64_t{0} >> std::countl_zero(bound - 1);
+  std::uint64_t block[512];
+  std::size_t used = std::size(block);
+  for (std::size_t i = 0; i < out.size();) {
+    if (used == std::size(block)) {
+      fill(block, sizeof(block));
+      used = 0;
+    }
+    const std::uint64_t x = block[used++] & mask;
+    if (x < bound) out[i++] = x;  // accepted with probability > 1/2
   }
 }
 

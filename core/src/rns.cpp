@@ -50,28 +50,38 @@ BasisConverter::BasisConverter(std::vector<Modulus> from, std::vector<Modulus> t
   for (std::size_t j = 0; j < to_.size(); ++j) {
     for (std::size_t v = 0; v <= na; ++v) overflow_mod_to_[j * (na + 1) + v] = mul_mod(v, prod_mod_to_[j], to_[j]);
   }
-  hat_inverse_is_one_ = na == 1;  // A / a_0 = 1
 }
 
 void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const {
   const std::size_t na = from_.size();
   const std::size_t nb = to_.size();
   u64 y[max_from_primes];
+  if (na == 1) {
+    // One prime: A / a_0 = 1 and the centered lift is exact in integers:
+    // x - a_0 when x > (a_0 - 1) / 2.
+    const u64 a0 = from_[0].value;
+    for (std::size_t j = 0; j < nb; ++j) {
+      const Modulus& b = to_[j];
+      const u64 lifted_negative = overflow_mod_to_[j * 2 + 1];
+      const bool one_subtraction = a0 < 2 * b.value;  // y < 2b: no Barrett needed
+      u64* o = out + j * n;
+      for (std::size_t k = begin; k < end; ++k) {
+        const u64 x = in[k];
+        const u64 r = one_subtraction ? (x >= b.value ? x - b.value : x) : reduce64(x, b);
+        o[k] = x > (a0 - 1) / 2 ? sub_mod(r, lifted_negative, b.value) : r;
+      }
+    }
+    return;
+  }
   for (std::size_t k = begin; k < end; ++k) {
     double overflow = 0.0;
     for (std::size_t i = 0; i < na; ++i) {
-      y[i] = hat_inverse_is_one_ ? in[i * n + k] : mul_shoup(in[i * n + k], hat_inv_[i], hat_inv_shoup_[i], from_[i].value);
+      y[i] = mul_shoup(in[i * n + k], hat_inv_[i], hat_inv_shoup_[i], from_[i].value);
       overflow += static_cast<double>(y[i]) * inv_double_[i];
     }
     // Rounding (not flooring) gives the centered representative.
     const u64 v = static_cast<u64>(overflow + 0.5);
-    if (na == 1) {
-      // A single prime: A / a_0 = 1, so the lift is y (or y - a_0) itself.
-      for (std::size_t j = 0; j < nb; ++j) {
-        out[j * n + k] = sub_mod(reduce64(y[0], to_[j]), overflow_mod_to_[j * 2 + v], to_[j].value);
-      }
-      continue;
-    }
+
     for (std::size_t j = 0; j < nb; ++j) {
       const u64* hat = &hat_mod_to_[j * na];
       u128 acc = 0;

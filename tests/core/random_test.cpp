@@ -161,3 +161,28 @@ TEST(RandomTest, BadArgumentsAreRefused) {
 
 }  // namespace
 }  // namespace fhelium::test
+
+namespace fhelium::test {
+namespace {
+
+TEST(RandomTest, FillUniformStaysBelowBoundAndCoversTheRange) {
+  Csprng rng(test_seed(3));
+  for (std::uint64_t bound : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{1000},
+                              (std::uint64_t{1} << 60) + 33}) {
+    std::vector<std::uint64_t> out(4096);
+    rng.fill_uniform(out, bound);
+    std::uint64_t largest = 0;
+    for (auto x : out) {
+      ASSERT_LT(x, bound);
+      largest = std::max(largest, x);
+    }
+    if (bound > 1) {
+      EXPECT_GE(largest, bound / 2) << "bound " << bound;  // reaches the upper half
+    }
+  }
+  std::vector<std::uint64_t> none(1);
+  EXPECT_THROW(rng.fill_uniform(none, 0), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace fhelium::test

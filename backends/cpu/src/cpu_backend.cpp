@@ -153,7 +153,7 @@ class CpuBackend final : public Backend {
       const u64* t = ws.rotated.data() + static_cast<std::size_t>(comp) * n;
       u64* o = limb_of(out, n, comp, i);
       const u64 half = rs.half_last[static_cast<std::size_t>(i)];
-      for (std::size_t k = 0; k < n; ++k) o[k] = sub_mod(reduce128(t[k], qm), half, q);
+      for (std::size_t k = 0; k < n; ++k) o[k] = sub_mod(reduce64(t[k], qm), half, q);
       c.ntt(i).forward(o);
       const u64* x = limb_of(a, n, comp, i);
       const u64 inv = rs.last_inverse[static_cast<std::size_t>(i)];

@@ -16,7 +16,8 @@ namespace fhelium {
 // Lives in memory only: there is no serializer for it in this library.
 class SecretKey {
  public:
-  SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp);
+  SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp,
+            std::vector<u64> ntt_qp_shoup);
   SecretKey(const SecretKey&) = delete;
   SecretKey& operator=(const SecretKey&) = delete;
   SecretKey(SecretKey&&) noexcept = default;
@@ -26,11 +27,14 @@ class SecretKey {
   const std::vector<std::int8_t>& coefficients() const { return coefficients_; }
   // s in NTT form for every key limb (Q then P primes), limb-major.
   const std::vector<u64>& ntt_qp() const { return ntt_qp_; }
+  // Shoup constants of ntt_qp, for fast multiplication by s.
+  const std::vector<u64>& ntt_qp_shoup() const { return ntt_qp_shoup_; }
 
  private:
   std::uint64_t context_id_;
   std::vector<std::int8_t> coefficients_;
   std::vector<u64> ntt_qp_;
+  std::vector<u64> ntt_qp_shoup_;
 };
 
 // (b, a) = (-a s + e, a) over Q at the top level, NTT domain.

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "fhelium/modarith.hpp"
@@ -25,6 +26,9 @@ class Csprng {
   std::uint64_t next_u64();
   // Uniform in [0, bound) by rejection; bound >= 1.
   std::uint64_t uniform(std::uint64_t bound);
+  // Fills `out` with values uniform in [0, bound), bound >= 1: masked
+  // rejection sampling, no division.
+  void fill_uniform(std::span<std::uint64_t> out, std::uint64_t bound);
   // Uniform in (0, 1], 53 random bits.
   double uniform_open01();
 

@@ -5,7 +5,8 @@
 // from a double sum (Halevi-Polyakov-Shoup); the sum is taken in a fixed
 // order with no fused multiply-add so every backend gets the same bits. The
 // result is exact except within about |A| 2^-52 A of the boundary A/2, where
-// the rounding may pick the other representative (off by A).
+// the rounding may pick the other representative (off by A). A single-prime
+// basis A = a_0 is lifted exactly with an integer comparison.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +38,6 @@ class BasisConverter {
   std::vector<Modulus> from_, to_;
   std::vector<u64> hat_inv_, hat_inv_shoup_, hat_mod_to_, prod_mod_to_;
   std::vector<u64> overflow_mod_to_;  // [v A]_{b_j} at j * (|A| + 1) + v
-  bool hat_inverse_is_one_ = false;
   std::vector<double> inv_double_;
 };
 
