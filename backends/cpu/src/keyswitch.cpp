@@ -36,28 +36,41 @@ int key_limb_of_slot(const Context& c, int slot, int level) {
   return slot <= level ? slot : c.max_level() + 1 + (slot - level - 1);
 }
 
-// acc0/acc1[k] = sum_j ext_j[index(k)] * kb_j[k] / ka_j[k] mod q.
+// acc0/acc1[k] = sum_j ext_j[index(k)] * kb_j[k] / ka_j[k] mod q. Blocks of
+// coefficients keep the 128-bit sums in L1 and read three streams at a time.
 template <class Index>
 void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const u64* const* kb,
                          const u64* const* ka, const Modulus& q, u64* acc0, u64* acc1, Index index) {
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t from = index(k);
-    u128 sum0 = 0;
-    u128 sum1 = 0;
+  constexpr std::size_t block = 512;
+  u128 sum0[block];
+  u128 sum1[block];
+  for (std::size_t k0 = 0; k0 < n; k0 += block) {
+    const std::size_t len = std::min(block, n - k0);
+    std::fill_n(sum0, len, u128{0});
+    std::fill_n(sum1, len, u128{0});
     for (int j = 0; j < digits; ++j) {
       const auto d = static_cast<std::size_t>(j);
-      const u64 x = ext[d][from];
-      sum0 += static_cast<u128>(x) * kb[d][k];
-      sum1 += static_cast<u128>(x) * ka[d][k];
+      const u64* e = ext[d];
+      const u64* b = kb[d] + k0;
+      const u64* a = ka[d] + k0;
+      for (std::size_t k = 0; k < len; ++k) {
+        const u64 x = e[index(k0 + k)];
+        sum0[k] += static_cast<u128>(x) * b[k];
+        sum1[k] += static_cast<u128>(x) * a[k];
+      }
       // Residues are below 2^61 (primes of at most 61 bits), products below
-      // 2^122: folding every 16 terms keeps the sum below 2^127.
+      // 2^122: folding every 16 digits keeps the sums below 2^127.
       if ((j & 15) == 15) {
-        sum0 = reduce128(sum0, q);
-        sum1 = reduce128(sum1, q);
+        for (std::size_t k = 0; k < len; ++k) {
+          sum0[k] = reduce128(sum0[k], q);
+          sum1[k] = reduce128(sum1[k], q);
+        }
       }
     }
-    acc0[k] = reduce128(sum0, q);
-    acc1[k] = reduce128(sum1, q);
+    for (std::size_t k = 0; k < len; ++k) {
+      acc0[k0 + k] = reduce128(sum0[k], q);
+      acc1[k0 + k] = reduce128(sum1[k], q);
+    }
   }
 }
 

@@ -33,6 +33,7 @@ class BasisConverter {
   const std::vector<double>& inverse_as_double() const { return inv_double_; }  // 1.0 / a_i
   const std::vector<u64>& hat_mod_to() const { return hat_mod_to_; }      // [A/a_i]_{b_j} at j*|A|+i
   const std::vector<u64>& product_mod_to() const { return prod_mod_to_; }  // [A]_{b_j}
+  const std::vector<u64>& overflow_mod_to() const { return overflow_mod_to_; }  // [v A]_{b_j} at j*(|A|+1)+v
 
  private:
   std::vector<Modulus> from_, to_;
