@@ -35,11 +35,9 @@ inline u64 reduce128(u128 z, const Modulus& m) {
   const u128 a = static_cast<u128>(lo) * m.ratio_hi + t;
   const u128 b = static_cast<u128>(hi) * m.ratio_lo + static_cast<u64>(a);
   const u64 quotient = hi * m.ratio_hi + static_cast<u64>(a >> 64) + static_cast<u64>(b >> 64);
-  u64 r = lo - quotient * m.value;
-  // The estimate is at most two short.
-  if (r >= m.value) r -= m.value;
-  if (r >= m.value) r -= m.value;
-  return r;
+  // quotient = floor(z * floor(2^128 / q) / 2^128) exactly, at most one short.
+  const u64 r = lo - quotient * m.value;
+  return r >= m.value ? r - m.value : r;
 }
 
 // x mod q for a 64-bit x: floor(2^64 / q) = ratio_hi estimates the quotient
