@@ -1,6 +1,7 @@
 #include "fhelium/context.hpp"
 
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -27,14 +28,36 @@ double log2_product(const std::vector<Modulus>& moduli) {
 
 std::shared_ptr<const Context> Context::create(const CkksParameters& params) {
   params.validate();
-  return std::shared_ptr<const Context>(new Context(params));
+  const auto q_primes = generate_ntt_primes(params.q_bits, params.ring_degree());
+  const auto p_primes =
+      generate_ntt_primes(params.p_bits, params.ring_degree(), std::set<u64>(q_primes.begin(), q_primes.end()));
+  return std::shared_ptr<const Context>(new Context(params, q_primes, p_primes));
 }
 
-Context::Context(const CkksParameters& params)
+std::shared_ptr<const Context> Context::create_with_primes(CkksParameters params, const std::vector<u64>& q_primes,
+                                                           const std::vector<u64>& p_primes) {
+  const auto bits = [](const std::vector<u64>& primes) {
+    std::vector<int> out;
+    for (u64 p : primes) out.push_back(static_cast<int>(std::bit_width(p)));
+    return out;
+  };
+  params.q_bits = bits(q_primes);
+  params.p_bits = bits(p_primes);
+  params.validate();
+  std::set<u64> seen;
+  for (const auto* list : {&q_primes, &p_primes}) {
+    for (u64 p : *list) {
+      if (p >= (u64{1} << 62) || !is_prime(p) || (p - 1) % (2 * params.ring_degree()) != 0 || !seen.insert(p).second) {
+        throw ParameterError("prime " + std::to_string(p) + " is not a distinct NTT-friendly prime below 2^62 for ring degree " +
+                             std::to_string(params.ring_degree()));
+      }
+    }
+  }
+  return std::shared_ptr<const Context>(new Context(params, q_primes, p_primes));
+}
+
+Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes, const std::vector<u64>& p_primes)
     : params_(params), id_(next_context_id++), n_(params.ring_degree()) {
-  const auto q_primes = generate_ntt_primes(params.q_bits, n_);
-  std::set<std::uint64_t> used(q_primes.begin(), q_primes.end());
-  const auto p_primes = generate_ntt_primes(params.p_bits, n_, used);
   q_ = to_moduli(q_primes);
   p_ = to_moduli(p_primes);
   if (!params.allow_insecure) check_security(params.secret, params.security_bits, n_, log_qp());

@@ -34,6 +34,11 @@ class Context {
   // Builds primes and tables; runs the security check unless
   // params.allow_insecure. Throws ParameterError / SecurityError.
   static std::shared_ptr<const Context> create(const CkksParameters& params);
+  // Rebuilds a context from explicit primes (a plugin receiving a host's
+  // context). Each prime must be NTT-friendly for the ring degree, below 2^62
+  // and distinct; q_bits / p_bits are taken from the primes.
+  static std::shared_ptr<const Context> create_with_primes(CkksParameters params, const std::vector<u64>& q_primes,
+                                                           const std::vector<u64>& p_primes);
 
   const CkksParameters& params() const { return params_; }
   std::uint64_t id() const { return id_; }
@@ -67,7 +72,7 @@ class Context {
   const std::vector<std::vector<u64>>& garner_inverse_shoup() const { return garner_inv_shoup_; }
 
  private:
-  explicit Context(const CkksParameters& params);
+  Context(const CkksParameters& params, const std::vector<u64>& q_primes, const std::vector<u64>& p_primes);
 
   CkksParameters params_;
   std::uint64_t id_;

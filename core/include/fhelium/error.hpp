@@ -48,4 +48,10 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+// A backend plugin that is missing, incompatible or broken.
+class PluginError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace fhelium

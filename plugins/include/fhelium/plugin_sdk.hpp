@@ -1,0 +1,245 @@
+// Header-only SDK for backend authors: turns a C++ `fhelium::Backend` into
+// the C table of plugin_abi.h. Include it in exactly one source file of the
+// plugin and write
+//
+//   FHELIUM_DEFINE_BACKEND_PLUGIN("mybackend", "1.0.0", make_my_backend)
+//
+// where `std::shared_ptr<fhelium::Backend> make_my_backend(int device)`. Every
+// exception thrown by the backend is caught here and returned as an error
+// object; nothing C++ crosses the boundary. Optionally add
+// FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(name, version, factory, describe)
+// with `std::string describe(fhelium::Backend&)` (one line per device).
+#pragma once
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "fhelium/backend.hpp"
+#include "fhelium/context.hpp"
+#include "fhelium/error.hpp"
+#include "fhelium/plugin_abi.h"
+
+// The opaque handles, defined on the plugin's side only.
+struct FheliumError {
+  int32_t code;
+  std::string message;
+};
+struct FheliumBackend {
+  std::shared_ptr<fhelium::Backend> impl;
+};
+struct FheliumContext {
+  std::shared_ptr<fhelium::BackendContext> impl;
+};
+struct FheliumBuffer {
+  std::shared_ptr<fhelium::Buffer> impl;
+};
+
+namespace fhelium::sdk {
+
+using Factory = std::shared_ptr<Backend> (*)(int device);
+using Describe = std::string (*)(Backend&);
+
+// Runs `body`; converts any exception into an error object.
+template <class Body>
+FheliumError* guarded(Body&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const InvalidArgumentError& e) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_INVALID_ARGUMENT, e.what()};
+  } catch (const StateError& e) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_STATE, e.what()};
+  } catch (const std::bad_alloc&) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_OUT_OF_MEMORY, "out of memory"};
+  } catch (const BackendError& e) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_DEVICE, e.what()};
+  } catch (const std::exception& e) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_INTERNAL, e.what()};
+  } catch (...) {
+    return new (std::nothrow) FheliumError{FHELIUM_ERROR_INTERNAL, "unknown exception inside the plugin"};
+  }
+}
+
+inline FheliumError* invalid(const char* message) {
+  return new (std::nothrow) FheliumError{FHELIUM_ERROR_INVALID_ARGUMENT, message};
+}
+
+// True when the caller's struct is large enough to hold `field`.
+#define FHELIUM_SDK_HAS_FIELD(args, type, field) \
+  ((args) != nullptr && (args)->struct_size >= offsetof(type, field) + sizeof((args)->field))
+
+inline PolyArg poly(const FheliumPoly& p) { return {p.buffer ? p.buffer->impl.get() : nullptr, p.components, p.limbs}; }
+inline KeyArg key(const FheliumKey& k) { return {k.buffer ? k.buffer->impl.get() : nullptr, k.digits}; }
+
+inline void check_op(const FheliumOpArgs* args) {
+  if (!FHELIUM_SDK_HAS_FIELD(args, FheliumOpArgs, count) || args->backend == nullptr || args->context == nullptr) {
+    throw InvalidArgumentError("operation arguments are missing or too small for ABI 1.0");
+  }
+}
+
+template <class Body>
+FheliumError* run_op(FheliumOpArgs* args, Body&& body) noexcept {
+  return guarded([&] {
+    check_op(args);
+    body(*args->backend->impl, *args->context->impl, *args);
+  });
+}
+
+template <Factory F, Describe D>
+struct Api {
+  static void error_destroy(FheliumError* e) { delete e; }
+  static const char* error_message(const FheliumError* e) { return e ? e->message.c_str() : ""; }
+  static int32_t error_code(const FheliumError* e) { return e ? e->code : 0; }
+
+  static FheliumError* backend_create(FheliumBackendCreateArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumBackendCreateArgs, backend)) return invalid("backend_create: bad arguments");
+    args->backend = nullptr;
+    return guarded([&] {
+      auto impl = F(args->device);
+      if (!impl) throw BackendError("the backend factory returned nothing");
+      args->backend = new FheliumBackend{std::move(impl)};
+    });
+  }
+  static void backend_destroy(FheliumBackend* b) { delete b; }
+
+  static FheliumError* context_create(FheliumContextArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumContextArgs, context) || !args->backend) {
+      return invalid("context_create: bad arguments");
+    }
+    args->context = nullptr;
+    return guarded([&] {
+      CkksParameters params;
+      params.log_ring_degree = args->log_ring_degree;
+      params.scale = args->scale;
+      params.allow_insecure = true;  // the host has checked the parameters
+      if (args->word_bits != 64) throw InvalidArgumentError("only 64-bit words are supported");
+      const std::vector<u64> q(args->q_primes, args->q_primes + args->q_count);
+      const std::vector<u64> p(args->p_primes, args->p_primes + args->p_count);
+      auto context = Context::create_with_primes(params, q, p);
+      args->context = new FheliumContext{args->backend->impl->prepare(std::move(context))};
+    });
+  }
+  static void context_destroy(FheliumContext* c) { delete c; }
+
+  static FheliumError* buffer_create(FheliumBufferArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumBufferArgs, buffer) || !args->backend) {
+      return invalid("buffer_create: bad arguments");
+    }
+    args->buffer = nullptr;
+    return guarded([&] { args->buffer = new FheliumBuffer{args->backend->impl->allocate(args->bytes)}; });
+  }
+  static void buffer_destroy(FheliumBuffer* b) { delete b; }
+
+  static FheliumError* upload(FheliumTransferArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumTransferArgs, bytes) || !args->backend || !args->buffer) {
+      return invalid("upload: bad arguments");
+    }
+    return guarded([&] { args->backend->impl->upload(*args->buffer->impl, args->host, args->bytes); });
+  }
+  static FheliumError* download(FheliumTransferArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumTransferArgs, bytes) || !args->backend || !args->buffer) {
+      return invalid("download: bad arguments");
+    }
+    return guarded([&] { args->backend->impl->download(*args->buffer->impl, args->host, args->bytes); });
+  }
+  static FheliumError* synchronize(FheliumBackend* b) {
+    if (!b) return invalid("synchronize: no backend");
+    return guarded([&] { b->impl->synchronize(); });
+  }
+
+  static FheliumError* add(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.add(c, poly(x.out), poly(x.a), poly(x.b)); });
+  }
+  static FheliumError* sub(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.sub(c, poly(x.out), poly(x.a), poly(x.b)); });
+  }
+  static FheliumError* negate(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.negate(c, poly(x.out), poly(x.a)); });
+  }
+  static FheliumError* add_constant(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.add_constant(c, poly(x.out), poly(x.a), {x.residues, x.residue_count}, x.ntt_domain != 0);
+    });
+  }
+  static FheliumError* multiply_constant(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.multiply_constant(c, poly(x.out), poly(x.a), {x.residues, x.residue_count});
+    });
+  }
+  static FheliumError* multiply_plain(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.multiply_plain(c, poly(x.out), poly(x.a), poly(x.b)); });
+  }
+  static FheliumError* multiply(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.multiply(c, poly(x.out), poly(x.a), poly(x.b)); });
+  }
+  static FheliumError* to_ntt(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.to_ntt(c, poly(x.out), poly(x.a)); });
+  }
+  static FheliumError* to_coefficient(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.to_coefficient(c, poly(x.out), poly(x.a)); });
+  }
+  static FheliumError* rescale(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.rescale(c, poly(x.out), poly(x.a)); });
+  }
+  static FheliumError* drop_limbs(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.drop_limbs(c, poly(x.out), poly(x.a)); });
+  }
+  static FheliumError* relinearize(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.relinearize(c, poly(x.out), poly(x.a), key(x.key)); });
+  }
+  static FheliumError* rotate(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.rotate(c, poly(x.out), poly(x.a), x.galois_element, key(x.key));
+    });
+  }
+  static FheliumError* rotate_hoisted(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      std::vector<PolyArg> outs;
+      std::vector<KeyArg> keys;
+      for (std::size_t i = 0; i < x.count; ++i) {
+        outs.push_back(poly(x.outs[i]));
+        keys.push_back(key(x.keys[i]));
+      }
+      be.rotate_hoisted(c, outs, poly(x.a), {x.galois_elements, x.count}, keys);
+    });
+  }
+
+  static FheliumError* describe_devices(FheliumDeviceInfoArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumDeviceInfoArgs, capacity) || !args->backend || !args->text) {
+      return invalid("describe_devices: bad arguments");
+    }
+    return guarded([&] {
+      std::string text;
+      if constexpr (D != nullptr) text = D(*args->backend->impl);
+      const std::size_t n = std::min(text.size(), args->capacity - 1);
+      std::memcpy(args->text, text.data(), n);
+      args->text[n] = '\0';
+    });
+  }
+
+  static const FheliumBackendApi* table(const char* name, const char* version) {
+    static const FheliumDeviceInfoExtension device_info{
+        {sizeof(FheliumDeviceInfoExtension), FHELIUM_EXTENSION_DEVICE_INFO, nullptr}, &describe_devices};
+    static const FheliumBackendApi api{
+        sizeof(FheliumBackendApi), &device_info.base, FHELIUM_ABI_MAJOR, FHELIUM_ABI_MINOR, name, version,
+        &error_destroy, &error_message, &error_code, &backend_create, &backend_destroy, &context_create,
+        &context_destroy, &buffer_create, &buffer_destroy, &upload, &download, &synchronize, &add, &sub, &negate,
+        &add_constant, &multiply_constant, &multiply_plain, &multiply, &to_ntt, &to_coefficient, &rescale,
+        &drop_limbs, &relinearize, &rotate, &rotate_hoisted};
+    return &api;
+  }
+};
+
+}  // namespace fhelium::sdk
+
+#define FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(NAME, VERSION, FACTORY, DESCRIBE)                      \
+  extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fhelium_backend_api(void) { \
+    return ::fhelium::sdk::Api<FACTORY, DESCRIBE>::table(NAME, VERSION);                                 \
+  }
+
+#define FHELIUM_DEFINE_BACKEND_PLUGIN(NAME, VERSION, FACTORY) \
+  FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(NAME, VERSION, FACTORY, nullptr)

@@ -1,0 +1,220 @@
+// The conformance suite on the in-process CPU backend (every case passes),
+// and on deliberately broken backends (the suite fails, naming the broken
+// operation and only that one).
+#include "conformance.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include "fhelium/cpu/cpu_backend.hpp"
+#include "fhelium/error.hpp"
+
+namespace fhelium::conformance {
+namespace {
+
+// Forwards everything to a real CPU backend; subclasses break one operation.
+class ForwardingBackend : public Backend {
+ public:
+  ForwardingBackend() : inner_(cpu::make_cpu_backend({1})) {}
+
+  std::string name() const override { return "broken-" + inner_->name(); }
+  std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
+    return inner_->prepare(std::move(context));
+  }
+  std::shared_ptr<Buffer> allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
+  void upload(Buffer& dst, const void* src, std::size_t bytes) override { inner_->upload(dst, src, bytes); }
+  void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
+  void synchronize() override { inner_->synchronize(); }
+  void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->add(bc, out, a, b);
+  }
+  void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->sub(bc, out, a, b);
+  }
+  void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->negate(bc, out, a); }
+  void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
+                    std::span<const std::uint64_t> residues, bool ntt_domain) override {
+    inner_->add_constant(bc, out, a, residues, ntt_domain);
+  }
+  void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
+                         std::span<const std::uint64_t> residues) override {
+    inner_->multiply_constant(bc, out, a, residues);
+  }
+  void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
+    inner_->multiply_plain(bc, out, a, p);
+  }
+  void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->multiply(bc, out, a, b);
+  }
+  void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->to_ntt(bc, out, a); }
+  void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    inner_->to_coefficient(bc, out, a);
+  }
+  void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->rescale(bc, out, a); }
+  void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    inner_->drop_limbs(bc, out, a);
+  }
+  void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
+    inner_->relinearize(bc, out, a, key);
+  }
+  void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
+              const KeyArg& key) override {
+    inner_->rotate(bc, out, a, galois_element, key);
+  }
+  void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
+                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    inner_->rotate_hoisted(bc, outs, a, galois_elements, keys);
+  }
+
+ protected:
+  std::shared_ptr<Backend> inner_;
+};
+
+// Adds 1 (mod q) to one residue of rotate's output: component 1, last limb, coefficient 17.
+class CorruptRotateBackend final : public ForwardingBackend {
+ public:
+  void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
+              const KeyArg& key) override {
+    inner_->rotate(bc, out, a, galois_element, key);
+    const Context& ctx = bc.context();
+    const std::size_t n = ctx.ring_degree();
+    std::vector<u64> words(static_cast<std::size_t>(out.components * out.limbs) * n);
+    inner_->download(*out.buffer, words.data(), words.size() * sizeof(u64));
+    const int limb = out.limbs - 1;
+    u64& w = words[(static_cast<std::size_t>(out.limbs) + static_cast<std::size_t>(limb)) * n + 17];
+    w = (w + 1) % ctx.q()[static_cast<std::size_t>(limb)].value;
+    inner_->upload(*out.buffer, words.data(), words.size() * sizeof(u64));
+  }
+};
+
+// Never writes rescale's output.
+class SkipRescaleBackend final : public ForwardingBackend {
+ public:
+  void rescale(const BackendContext&, const PolyArg&, const PolyArg&) override {}
+};
+
+// negate fails the way a device error would.
+class ThrowingNegateBackend final : public ForwardingBackend {
+ public:
+  void negate(const BackendContext&, const PolyArg&, const PolyArg&) override {
+    throw BackendError("simulated device error in negate");
+  }
+};
+
+ConformanceOptions small_options() {
+  ConformanceOptions o;
+  o.log_n = {12};
+  o.trials = 1;
+  return o;
+}
+
+// The failed cases; the first few are printed, to show what a report looks like.
+std::vector<CaseResult> failures(const std::vector<CaseResult>& results) {
+  std::vector<CaseResult> f;
+  std::copy_if(results.begin(), results.end(), std::back_inserter(f), [](const CaseResult& r) { return !r.passed; });
+  for (std::size_t i = 0; i < std::min<std::size_t>(f.size(), 3); ++i) {
+    std::cout << "  FAIL " << f[i].name << ": " << f[i].detail << "\n";
+  }
+  std::cout << "  " << f.size() << " of " << results.size() << " cases failed\n";
+  return f;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const CaseResult* find_case(const std::vector<CaseResult>& results, const std::string& name) {
+  for (const auto& r : results) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+TEST(Conformance, CpuBackendPassesEveryCase) {
+  const auto results = run_conformance(cpu::make_cpu_backend({1}), ConformanceOptions{});
+  EXPECT_GT(results.size(), 1000u);
+  for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  // Names carry the shape and the operation; partial digits are covered.
+  EXPECT_NE(find_case(results, "N4096/L3/K1/level3/rotate(5)"), nullptr);
+  EXPECT_NE(find_case(results, "N16384/L6/K3/level6/rotate_hoisted(1,5,-3,0,2)"), nullptr);
+  EXPECT_NE(find_case(results, "N8192/L4/K2/level1/direct:rescale"), nullptr);
+  EXPECT_NE(find_case(results, "N4096/L3/K1/level0/add_scalar(2,coefficient)"), nullptr);
+}
+
+TEST(Conformance, CorruptedRotationFailsOnlyRotations) {
+  const auto results = run_conformance(std::make_shared<CorruptRotateBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) {
+    EXPECT_TRUE(contains(r.name, "rotate") || contains(r.name, "conjugate")) << r.name << ": " << r.detail;
+  }
+  const auto* rotate = find_case(results, "N4096/L4/K2/level2/rotate(5)");
+  ASSERT_NE(rotate, nullptr);
+  EXPECT_FALSE(rotate->passed);
+  EXPECT_TRUE(contains(rotate->detail, "1 of ")) << rotate->detail;
+  EXPECT_TRUE(contains(rotate->detail, "component 1, limb 2, coefficient 17")) << rotate->detail;
+  const auto* direct = find_case(results, "N4096/L4/K2/level2/direct:rotate(5)");
+  ASSERT_NE(direct, nullptr);
+  EXPECT_FALSE(direct->passed);
+  const auto* composed = find_case(results, "N4096/L3/K1/level3/rotate(7,composed)");
+  ASSERT_NE(composed, nullptr);
+  EXPECT_FALSE(composed->passed);
+  // Hoisted rotations are a separate backend operation, untouched here.
+  const auto* hoisted = find_case(results, "N4096/L3/K1/level3/rotate_hoisted(1,5,-3,0,2)");
+  ASSERT_NE(hoisted, nullptr);
+  EXPECT_TRUE(hoisted->passed) << hoisted->detail;
+  const auto* add = find_case(results, "N4096/L3/K1/level3/add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_TRUE(add->passed);
+}
+
+TEST(Conformance, UnwrittenRescaleOutputFails) {
+  const auto results = run_conformance(std::make_shared<SkipRescaleBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) EXPECT_TRUE(contains(r.name, "rescale")) << r.name << ": " << r.detail;
+  const auto* direct = find_case(results, "N4096/L3/K1/level3/direct:rescale");
+  ASSERT_NE(direct, nullptr);
+  EXPECT_FALSE(direct->passed);
+  EXPECT_TRUE(contains(direct->detail, "never written")) << direct->detail;
+  // The Engine's freshly allocated output is poisoned as well.
+  const auto* engine = find_case(results, "N4096/L6/K3/level1/rescale");
+  ASSERT_NE(engine, nullptr);
+  EXPECT_FALSE(engine->passed);
+  EXPECT_TRUE(contains(engine->detail, "never written")) << engine->detail;
+  EXPECT_TRUE(contains(engine->detail, "8192 of 8192 residues differ")) << engine->detail;
+}
+
+TEST(Conformance, BackendExceptionIsAFailedCaseNotACrash) {
+  const auto results = run_conformance(std::make_shared<ThrowingNegateBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) {
+    EXPECT_TRUE(contains(r.name, "negate")) << r.name;
+    EXPECT_TRUE(contains(r.detail, "simulated device error in negate")) << r.detail;
+  }
+  EXPECT_NE(find_case(failed, "N4096/L3/K1/level0/negate"), nullptr);
+  EXPECT_NE(find_case(failed, "N4096/L3/K1/level0/direct:negate"), nullptr);
+}
+
+TEST(Conformance, FilterSelectsCasesBySubstringAndReproducesThem) {
+  ConformanceOptions o = small_options();
+  o.trials = 2;
+  o.filter = "level1/rotate(-3)";
+  const auto filtered = run_conformance(cpu::make_cpu_backend({1}), o);
+  ASSERT_EQ(filtered.size(), 3u);  // level 1 is tested in each of the three parameter sets
+  o.filter = "level1/";
+  const auto wider = run_conformance(cpu::make_cpu_backend({1}), o);
+  for (const auto& r : filtered) {
+    EXPECT_TRUE(contains(r.name, "level1/rotate(-3)")) << r.name;
+    EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+    // Same keys, messages and ciphertexts whichever other cases run: same error.
+    const auto* same = find_case(wider, r.name);
+    ASSERT_NE(same, nullptr) << r.name;
+    EXPECT_EQ(same->detail, r.detail);
+  }
+}
+
+}  // namespace
+}  // namespace fhelium::conformance
