@@ -7,7 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "fhelium/cpu/cpu_backend.hpp"
+#include "fhelium/error.hpp"
+#include "fhelium/plugins/loader.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
@@ -23,13 +24,23 @@ double max_error(const Message& expected, const Message& actual) {
   return e;
 }
 
+// The default backend: CUDA when its plugin loads (a GPU is present), else CPU.
+std::shared_ptr<Backend> choose_backend(const std::string& name) {
+  if (name != "auto") return load_backend(name);
+  try {
+    return load_backend("cuda");
+  } catch (const Error& e) {
+    std::printf("cuda backend unavailable (%s); using cpu\n", e.what());
+    return load_backend("cpu");
+  }
+}
+
 }  // namespace
 
 int run_demo(const DemoOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   const auto context = Context::create(preset(options.preset));
-  // The CUDA backend is not built yet, so the CPU backend is the default everywhere.
-  Engine engine(context, cpu::make_cpu_backend({options.threads}));
+  Engine engine(context, choose_backend(options.backend));
   std::printf("FHElium demo: preset %s (N = %llu, %d levels, log2(QP) = %.1f), backend %s\n",
               options.preset.c_str(), static_cast<unsigned long long>(context->ring_degree()),
               context->max_level(), context->log_qp(), engine.backend().name().c_str());

@@ -8,7 +8,7 @@ namespace fhelium::apps {
 
 struct DemoOptions {
   std::string preset = "slots8192_scale40_levels7";
-  int threads = 0;
+  std::string backend = "auto";  // a backend name or plugin path; auto: cuda if it loads, else cpu
 };
 
 // Returns the process exit code (non-zero when an error exceeds its bound).

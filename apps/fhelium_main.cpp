@@ -8,6 +8,7 @@
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/params.hpp"
+#include "fhelium/plugins/loader.hpp"
 
 namespace {
 
@@ -25,6 +26,20 @@ int print_params(const std::string& name) {
   return 0;
 }
 
+int print_backends() {
+  for (const auto& info : fhelium::list_backends()) {
+    if (!info.error.empty()) {
+      std::printf("%-10s %s\n  error: %s\n", info.name.empty() ? "?" : info.name.c_str(), info.path.c_str(),
+                  info.error.c_str());
+      continue;
+    }
+    std::printf("%-10s version %s, ABI %d.%d, %s\n", info.name.c_str(), info.version.c_str(), info.abi_major,
+                info.abi_minor, info.path.c_str());
+    for (const auto& device : info.devices) std::printf("  %s\n", device.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,16 +49,19 @@ int main(int argc, char** argv) {
   fhelium::apps::DemoOptions demo;
   auto* demo_cmd = app.add_subcommand("demo", "Run a small end-to-end calculation on the default backend");
   demo_cmd->add_option("--preset", demo.preset, "Parameter preset");
-  demo_cmd->add_option("--threads", demo.threads, "CPU threads (0: all cores)");
+  demo_cmd->add_option("--backend", demo.backend, "Backend name or plugin path (auto: cuda when available, else cpu)");
 
   std::string params_name;
   auto* params_cmd = app.add_subcommand("params", "List the presets, or one preset's parameters");
   params_cmd->add_option("preset", params_name, "Preset name");
 
+  auto* backends_cmd = app.add_subcommand("backends", "List the backend plugins found, with versions and devices");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return fhelium::apps::run_demo(demo);
     if (*params_cmd) return print_params(params_name);
+    if (*backends_cmd) return print_backends();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fhelium: %s\n", e.what());
     return 2;
