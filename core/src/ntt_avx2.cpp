@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <initializer_list>
 
 #include "ntt_kernels.hpp"
 
@@ -91,6 +92,30 @@ FHELIUM_AVX2 void inverse_butterfly(__m256i& x, __m256i& y, const Constant& w, c
 FHELIUM_AVX2 __m256i load(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 FHELIUM_AVX2 void store(u64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 
+// Per-lane constants (four different roots).
+FHELIUM_AVX2 Constant lanes_of(__m256i values) { return {values, _mm256_srli_epi64(values, 32)}; }
+
+// 4x4 transpose of 64-bit elements: row k of the result holds element k of
+// each input vector. It is its own inverse.
+FHELIUM_AVX2 void transpose(__m256i& v0, __m256i& v1, __m256i& v2, __m256i& v3) {
+  const __m256i t0 = _mm256_unpacklo_epi64(v0, v1);
+  const __m256i t1 = _mm256_unpackhi_epi64(v0, v1);
+  const __m256i t2 = _mm256_unpacklo_epi64(v2, v3);
+  const __m256i t3 = _mm256_unpackhi_epi64(v2, v3);
+  v0 = _mm256_permute2x128_si256(t0, t2, 0x20);
+  v1 = _mm256_permute2x128_si256(t1, t3, 0x20);
+  v2 = _mm256_permute2x128_si256(t0, t2, 0x31);
+  v3 = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+
+// The even- and odd-indexed entries of p[0..7].
+FHELIUM_AVX2 void deinterleave(const u64* p, __m256i& even, __m256i& odd) {
+  const __m256i a = load(p);
+  const __m256i b = load(p + 4);
+  even = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xD8);
+  odd = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(a, b), 0xD8);
+}
+
 }  // namespace
 
 __attribute__((target("avx2"))) void forward_avx2(u64* a, std::uint64_t n, const u64* roots,
@@ -133,18 +158,59 @@ __attribute__((target("avx2"))) void forward_avx2(u64* a, std::uint64_t n, const
       }
     }
   }
-  forward_radix4_passes(a, n, m, roots, roots_shoup, q);  // distances 2 and 1
-  for (std::uint64_t j = 0; j < n; j += 4) {
-    const __m256i x = subtract_if_at_least(load(a + j), l.two_q, l.two_q_minus_one);
-    store(a + j, subtract_if_at_least(x, l.q_v, l.q_minus_one));
+  // Distances 2 and 1 inside groups of four consecutive values: transpose
+  // four groups so each lane holds one group, with per-lane roots, and fuse
+  // the final reduction to [0, q).
+  for (std::uint64_t i = 0; i < m; i += 4) {
+    u64* p = a + 4 * i;
+    __m256i x0 = load(p), x1 = load(p + 4), x2 = load(p + 8), x3 = load(p + 12);
+    transpose(x0, x1, x2, x3);
+    const Constant wa = lanes_of(load(roots + m + i)), wa_shoup = lanes_of(load(roots_shoup + m + i));
+    forward_butterfly(x0, x2, wa, wa_shoup, l);
+    forward_butterfly(x1, x3, wa, wa_shoup, l);
+    __m256i w0, w1, w0_shoup, w1_shoup;
+    deinterleave(roots + 2 * m + 2 * i, w0, w1);
+    deinterleave(roots_shoup + 2 * m + 2 * i, w0_shoup, w1_shoup);
+    forward_butterfly(x0, x1, lanes_of(w0), lanes_of(w0_shoup), l);
+    forward_butterfly(x2, x3, lanes_of(w1), lanes_of(w1_shoup), l);
+    for (__m256i* x : {&x0, &x1, &x2, &x3}) {
+      *x = subtract_if_at_least(subtract_if_at_least(*x, l.two_q, l.two_q_minus_one), l.q_v, l.q_minus_one);
+    }
+    transpose(x0, x1, x2, x3);
+    store(p, x0);
+    store(p + 4, x1);
+    store(p + 8, x2);
+    store(p + 12, x3);
   }
 }
 
 __attribute__((target("avx2"))) void inverse_avx2(u64* a, std::uint64_t n, const u64* roots,
                                                   const u64* roots_shoup, u64 q, u64 inv_n, u64 inv_n_shoup) {
   const Lanes l = lanes_for(q);
-  // Distances 1 and 2 on the scalar pass, then vector stages m = n/4 .. 2.
-  std::uint64_t m = inverse_radix4_passes(a, n, n, n / 2, roots, roots_shoup, q);
+  // Distances 1 and 2 inside groups of four consecutive values (transposed,
+  // per-lane roots), then vector stages m = n/4 .. 2.
+  {
+    const std::uint64_t h = n / 2;
+    for (std::uint64_t i = 0; i < n / 4; i += 4) {
+      u64* p = a + 4 * i;
+      __m256i x0 = load(p), x1 = load(p + 4), x2 = load(p + 8), x3 = load(p + 12);
+      transpose(x0, x1, x2, x3);
+      __m256i w0, w1, w0_shoup, w1_shoup;
+      deinterleave(roots + h + 2 * i, w0, w1);
+      deinterleave(roots_shoup + h + 2 * i, w0_shoup, w1_shoup);
+      inverse_butterfly(x0, x1, lanes_of(w0), lanes_of(w0_shoup), l);
+      inverse_butterfly(x2, x3, lanes_of(w1), lanes_of(w1_shoup), l);
+      const Constant w = lanes_of(load(roots + h / 2 + i)), w_shoup = lanes_of(load(roots_shoup + h / 2 + i));
+      inverse_butterfly(x0, x2, w, w_shoup, l);
+      inverse_butterfly(x1, x3, w, w_shoup, l);
+      transpose(x0, x1, x2, x3);
+      store(p, x0);
+      store(p + 4, x1);
+      store(p + 8, x2);
+      store(p + 12, x3);
+    }
+  }
+  std::uint64_t m = n / 4;
   for (; m >= 4; m >>= 2) {  // stages m and m / 2, distances t and 2t
     const std::uint64_t h = m / 2;
     const std::uint64_t t = n / m;
