@@ -18,6 +18,7 @@
 #include <typeinfo>
 
 #include "fhelium/cpu/cpu_backend.hpp"
+#include "fhelium/forwarding_backend.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
@@ -154,66 +155,18 @@ constexpr u64 poison = ~u64{0};
 // 0..q-1 (fresh or recycled memory may hold the right values by chance: the
 // host copy of the reference's result that was just freed, for example).
 // Everything else is forwarded unchanged; the buffers are the backend's own.
-class PoisoningBackend final : public Backend {
+class PoisoningBackend final : public ForwardingBackend {
  public:
-  explicit PoisoningBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  using ForwardingBackend::ForwardingBackend;
 
-  std::string name() const override { return inner_->name(); }
-  std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
-    return inner_->prepare(std::move(context));
-  }
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override {
-    auto buffer = inner_->allocate(bytes);
+    auto buffer = inner().allocate(bytes);
     if (poison_.size() * sizeof(u64) < bytes) poison_.resize((bytes + sizeof(u64) - 1) / sizeof(u64), poison);
-    if (bytes > 0) inner_->upload(*buffer, poison_.data(), bytes);
+    if (bytes > 0) inner().upload(*buffer, poison_.data(), bytes);
     return buffer;
-  }
-  void upload(Buffer& dst, const void* src, std::size_t bytes) override { inner_->upload(dst, src, bytes); }
-  void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
-  void synchronize() override { inner_->synchronize(); }
-  void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->add(bc, out, a, b);
-  }
-  void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->sub(bc, out, a, b);
-  }
-  void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->negate(bc, out, a); }
-  void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
-                    std::span<const std::uint64_t> residues, bool ntt_domain) override {
-    inner_->add_constant(bc, out, a, residues, ntt_domain);
-  }
-  void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
-                         std::span<const std::uint64_t> residues) override {
-    inner_->multiply_constant(bc, out, a, residues);
-  }
-  void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
-    inner_->multiply_plain(bc, out, a, p);
-  }
-  void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->multiply(bc, out, a, b);
-  }
-  void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->to_ntt(bc, out, a); }
-  void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    inner_->to_coefficient(bc, out, a);
-  }
-  void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->rescale(bc, out, a); }
-  void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    inner_->drop_limbs(bc, out, a);
-  }
-  void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
-    inner_->relinearize(bc, out, a, key);
-  }
-  void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
-              const KeyArg& key) override {
-    inner_->rotate(bc, out, a, galois_element, key);
-  }
-  void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
-                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
-    inner_->rotate_hoisted(bc, outs, a, galois_elements, keys);
   }
 
  private:
-  std::shared_ptr<Backend> inner_;
   std::vector<u64> poison_;
 };
 

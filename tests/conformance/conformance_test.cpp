@@ -11,93 +11,43 @@
 
 #include "fhelium/cpu/cpu_backend.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/forwarding_backend.hpp"
 
 namespace fhelium::conformance {
 namespace {
 
 // Forwards everything to a real CPU backend; subclasses break one operation.
-class ForwardingBackend : public Backend {
+class BrokenBackend : public ForwardingBackend {
  public:
-  ForwardingBackend() : inner_(cpu::make_cpu_backend({1})) {}
-
-  std::string name() const override { return "broken-" + inner_->name(); }
-  std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
-    return inner_->prepare(std::move(context));
-  }
-  std::shared_ptr<Buffer> allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
-  void upload(Buffer& dst, const void* src, std::size_t bytes) override { inner_->upload(dst, src, bytes); }
-  void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
-  void synchronize() override { inner_->synchronize(); }
-  void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->add(bc, out, a, b);
-  }
-  void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->sub(bc, out, a, b);
-  }
-  void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->negate(bc, out, a); }
-  void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
-                    std::span<const std::uint64_t> residues, bool ntt_domain) override {
-    inner_->add_constant(bc, out, a, residues, ntt_domain);
-  }
-  void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
-                         std::span<const std::uint64_t> residues) override {
-    inner_->multiply_constant(bc, out, a, residues);
-  }
-  void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
-    inner_->multiply_plain(bc, out, a, p);
-  }
-  void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    inner_->multiply(bc, out, a, b);
-  }
-  void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->to_ntt(bc, out, a); }
-  void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    inner_->to_coefficient(bc, out, a);
-  }
-  void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override { inner_->rescale(bc, out, a); }
-  void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    inner_->drop_limbs(bc, out, a);
-  }
-  void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
-    inner_->relinearize(bc, out, a, key);
-  }
-  void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
-              const KeyArg& key) override {
-    inner_->rotate(bc, out, a, galois_element, key);
-  }
-  void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
-                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
-    inner_->rotate_hoisted(bc, outs, a, galois_elements, keys);
-  }
-
- protected:
-  std::shared_ptr<Backend> inner_;
+  BrokenBackend() : ForwardingBackend(cpu::make_cpu_backend({1})) {}
+  std::string name() const override { return "broken-cpu"; }
 };
 
 // Adds 1 (mod q) to one residue of rotate's output: component 1, last limb, coefficient 17.
-class CorruptRotateBackend final : public ForwardingBackend {
+class CorruptRotateBackend final : public BrokenBackend {
  public:
   void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override {
-    inner_->rotate(bc, out, a, galois_element, key);
+    inner().rotate(bc, out, a, galois_element, key);
     const Context& ctx = bc.context();
     const std::size_t n = ctx.ring_degree();
     std::vector<u64> words(static_cast<std::size_t>(out.components * out.limbs) * n);
-    inner_->download(*out.buffer, words.data(), words.size() * sizeof(u64));
+    inner().download(*out.buffer, words.data(), words.size() * sizeof(u64));
     const int limb = out.limbs - 1;
     u64& w = words[(static_cast<std::size_t>(out.limbs) + static_cast<std::size_t>(limb)) * n + 17];
     w = (w + 1) % ctx.q()[static_cast<std::size_t>(limb)].value;
-    inner_->upload(*out.buffer, words.data(), words.size() * sizeof(u64));
+    inner().upload(*out.buffer, words.data(), words.size() * sizeof(u64));
   }
 };
 
 // Never writes rescale's output.
-class SkipRescaleBackend final : public ForwardingBackend {
+class SkipRescaleBackend final : public BrokenBackend {
  public:
   void rescale(const BackendContext&, const PolyArg&, const PolyArg&) override {}
 };
 
 // negate fails the way a device error would.
-class ThrowingNegateBackend final : public ForwardingBackend {
+class ThrowingNegateBackend final : public BrokenBackend {
  public:
   void negate(const BackendContext&, const PolyArg&, const PolyArg&) override {
     throw BackendError("simulated device error in negate");

@@ -1,0 +1,73 @@
+// A Backend that forwards every operation to another one: the base for
+// decorators (poisoning, fault injection in tests, tracing) and for a new
+// backend written one operation at a time.
+#pragma once
+
+#include <memory>
+
+#include "fhelium/backend.hpp"
+
+namespace fhelium {
+
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(std::shared_ptr<Backend> inner) : inner_(std::move(inner)) {}
+
+  std::string name() const override { return inner_->name(); }
+  std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
+    return inner_->prepare(std::move(context));
+  }
+  std::shared_ptr<Buffer> allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
+  void upload(Buffer& dst, const void* src, std::size_t bytes) override { inner_->upload(dst, src, bytes); }
+  void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
+  void synchronize() override { inner_->synchronize(); }
+
+  void add(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->add(c, out, a, b);
+  }
+  void sub(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->sub(c, out, a, b);
+  }
+  void negate(const BackendContext& c, const PolyArg& out, const PolyArg& a) override { inner_->negate(c, out, a); }
+  void add_constant(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                    std::span<const std::uint64_t> residues, bool ntt_domain) override {
+    inner_->add_constant(c, out, a, residues, ntt_domain);
+  }
+  void multiply_constant(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                         std::span<const std::uint64_t> residues) override {
+    inner_->multiply_constant(c, out, a, residues);
+  }
+  void multiply_plain(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
+    inner_->multiply_plain(c, out, a, p);
+  }
+  void multiply(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
+    inner_->multiply(c, out, a, b);
+  }
+  void to_ntt(const BackendContext& c, const PolyArg& out, const PolyArg& a) override { inner_->to_ntt(c, out, a); }
+  void to_coefficient(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
+    inner_->to_coefficient(c, out, a);
+  }
+  void rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a) override { inner_->rescale(c, out, a); }
+  void drop_limbs(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
+    inner_->drop_limbs(c, out, a);
+  }
+  void relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
+    inner_->relinearize(c, out, a, key);
+  }
+  void rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
+              const KeyArg& key) override {
+    inner_->rotate(c, out, a, galois_element, key);
+  }
+  void rotate_hoisted(const BackendContext& c, std::span<const PolyArg> outs, const PolyArg& a,
+                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    inner_->rotate_hoisted(c, outs, a, galois_elements, keys);
+  }
+
+ protected:
+  Backend& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<Backend> inner_;
+};
+
+}  // namespace fhelium
