@@ -1,0 +1,31 @@
+// The CUDA backend: every Backend operation as CUDA kernels on one
+// non-blocking stream, with device memory from a stream-ordered pool. Residues
+// are bit-identical to the CPU reference backend's (see docs/core.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "fhelium/backend.hpp"
+
+namespace fhelium::cuda {
+
+struct CudaBackendOptions {
+  int device = 0;  // CUDA device ordinal
+};
+
+// True when the CUDA runtime finds at least one usable device.
+bool device_available();
+
+// Throws BackendError naming the device and the CUDA error when the device
+// does not exist or cannot be initialised.
+std::shared_ptr<Backend> make_cuda_backend(CudaBackendOptions options = {});
+
+// One line naming the backend's device: ordinal, name, memory, SMs, compute capability.
+std::string device_description(const Backend& backend);
+
+// The backend's stream as a `cudaStream_t` (for timing with CUDA events and
+// for graph capture). Throws BackendError when `backend` is not a CUDA backend.
+void* native_stream(const Backend& backend);
+
+}  // namespace fhelium::cuda

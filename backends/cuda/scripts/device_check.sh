@@ -1,0 +1,74 @@
+#!/bin/bash
+# Runs on the GPU machine, from the repository root: the CUDA tests, the
+# tests under compute-sanitizer (memcheck on small shapes and the error
+# tests, racecheck on one shape) and the benchmark, writing logs to OUT.
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|bench ...]
+# BUNDLE is a folder made by /work/shared/tools/bundle-binaries from a build
+# folder configured with -DFHELIUM_BUILD_CUDA=ON.
+set -u
+bundle=$1
+out=$2
+shift 2
+steps=${*:-tests sanitize bench}
+export LD_LIBRARY_PATH=$PWD/$bundle/lib
+tests=$bundle/tests/cuda/fhelium_cuda_tests
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$out/nvidia-smi.txt" 2>&1
+for step in $steps; do
+  case $step in
+    tests)
+      timeout 300 "$tests" > "$out/tests.log" 2>&1
+      echo "tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/tests.log" | tail -12
+      ;;
+    sanitize)
+      # The out-of-memory test is left out: its deliberate 1 TiB request is an API error to memcheck.
+      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+        --gtest_filter='*N12_L5_K2_at5:*N13_L6_K4_at6:CudaTransforms.*:CudaBackendErrors.*-*OutOfMemory*' \
+        > "$out/memcheck.log" 2>&1
+      echo "memcheck rc=$?"
+      tail -3 "$out/memcheck.log"
+      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" \
+        --gtest_filter='*N12_L5_K2_at5:*N14_L7_K1_at7' > "$out/racecheck.log" 2>&1
+      echo "racecheck rc=$?"
+      tail -3 "$out/racecheck.log"
+      ;;
+    profile)
+      # Per-kernel durations of single operations, then hardware counters of the NTT kernels.
+      bench=$bundle/apps/fhelium-bench-cuda
+      once="--runs 1 --warmup 0 --sets 1 --hoisted 2 --no-graph"
+      for preset in slots8192_scale40_levels7 slots32768_scale40_levels34; do
+        echo "== $preset kernel durations" >> "$out/profile.txt"
+        timeout 120 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+          "$bench" --preset $preset --ops ntt_forward_ciphertext rescale relinearize rotate rotate_hoisted_per_rotation $once \
+          >> "$out/profile.txt" 2>&1
+      done
+      echo "profile rc=$?"
+      ;;
+    counters)
+      bench=$bundle/apps/fhelium-bench-cuda
+      once="--runs 1 --warmup 0 --sets 1 --hoisted 2 --no-graph"
+      echo "== NTT kernels at 2^16" >> "$out/profile.txt"
+      timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
+        --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section LaunchStats \
+        --kernel-name regex:'forward_(tiles|columns)' --launch-count 2 \
+        "$bench" --preset slots32768_scale40_levels34 --ops ntt_forward_ciphertext $once >> "$out/profile.txt" 2>&1
+      echo "counters rc=$?"
+      ;;
+    plugin)
+      # The CUDA plugin through the loader: listing, the demo, the conformance suite.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      {
+        "$bundle/apps/fhelium" backends
+        "$bundle/apps/fhelium" demo --backend cuda
+        timeout 200 "$bundle/tests/conformance/fhelium-conformance" --backend cuda --log-n 12 13 14
+        echo "conformance rc=$?"
+      } > "$out/plugin.log" 2>&1
+      tail -8 "$out/plugin.log"
+      ;;
+    bench)
+      timeout 240 "$bundle/apps/fhelium-bench-cuda" > "$out/bench.json" 2> "$out/bench.log"
+      echo "bench rc=$?"
+      cat "$out/bench.log"
+      ;;
+  esac
+done

@@ -1,0 +1,73 @@
+// The CUDA backend's tables for one Context (twiddles, primes, RNS constants
+// of every level) and its key-switching workspace, all uploaded or allocated
+// once in prepare().
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "device_runtime.hpp"
+#include "device_types.hpp"
+#include "fhelium/backend.hpp"
+#include "kernels.hpp"
+
+namespace fhelium::cuda {
+
+// Device memory owned by a context (freed, stream-ordered, with it).
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  DeviceAllocation(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes)
+      : runtime_(std::move(runtime)), pointer_(runtime_->allocate(bytes)) {}
+  ~DeviceAllocation() {
+    if (runtime_) runtime_->release(pointer_);
+  }
+  DeviceAllocation(DeviceAllocation&& other) noexcept
+      : runtime_(std::move(other.runtime_)), pointer_(std::exchange(other.pointer_, nullptr)) {}
+  DeviceAllocation& operator=(DeviceAllocation&& other) noexcept {
+    if (this != &other) {
+      if (runtime_) runtime_->release(pointer_);
+      runtime_ = std::move(other.runtime_);
+      pointer_ = std::exchange(other.pointer_, nullptr);
+    }
+    return *this;
+  }
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+  u64* words() const { return static_cast<u64*>(pointer_); }
+
+ private:
+  std::shared_ptr<DeviceRuntime> runtime_;
+  void* pointer_ = nullptr;
+};
+
+class CudaContext final : public BackendContext {
+ public:
+  CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime);
+  const Context& context() const override { return *context_; }
+  const std::shared_ptr<DeviceRuntime>& runtime() const { return runtime_; }
+
+  kernels::Launch launch() const;
+  const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
+  const RescaleView& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
+  const kernels::KeySwitchWork& work() const { return work_; }
+  u64* rescale_temp() const { return rescale_temp_.words(); }  // 3 x N
+  std::size_t table_bytes() const { return table_bytes_; }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  std::shared_ptr<const Context> context_;
+  std::shared_ptr<DeviceRuntime> runtime_;
+  DeviceAllocation tables_;     // twiddles, primes and RNS constants
+  DeviceAllocation views_;      // ConverterView arrays (they point into tables_)
+  NttTables ntt_{};
+  std::vector<KeySwitchView> key_switch_;
+  std::vector<RescaleView> rescale_;
+  DeviceAllocation coefficients_, extended_, accumulators_, converted_, rescale_temp_;
+  kernels::KeySwitchWork work_{};
+  std::size_t table_bytes_ = 0;
+  std::size_t workspace_bytes_ = 0;
+};
+
+}  // namespace fhelium::cuda

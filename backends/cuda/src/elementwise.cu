@@ -1,0 +1,207 @@
+// Element-wise kernels: two consecutive words per thread (16-byte accesses),
+// blockIdx.y = component x limbs + limb, so a block reads its prime once.
+#include <algorithm>
+
+#include "cuda_check.hpp"
+#include "kernels.hpp"
+#include "modarith.cuh"
+
+namespace fhelium::cuda::kernels {
+namespace {
+
+constexpr int threads = 256;
+constexpr int max_constant_limbs = 64;  // per launch (kernel parameter space)
+
+struct LimbConstants {
+  u64 value[max_constant_limbs];
+  u64 shoup[max_constant_limbs];
+};
+
+__device__ __forceinline__ ulonglong2 load2(const u64* p) { return *reinterpret_cast<const ulonglong2*>(p); }
+__device__ __forceinline__ void store2(u64* p, ulonglong2 v) { *reinterpret_cast<ulonglong2*>(p) = v; }
+
+dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
+
+enum class BinaryOp { add, sub };
+
+template <BinaryOp OP>
+__global__ void __launch_bounds__(threads)
+    binary_kernel(u64* out, const u64* a, const u64* b, u32 n, int limbs, int b_components, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const int component = row / limbs;
+  const std::size_t at = static_cast<std::size_t>(row) * n + 2 * (blockIdx.x * threads + threadIdx.x);
+  const ulonglong2 x = load2(a + at);
+  if (component >= b_components) {
+    store2(out + at, x);
+    return;
+  }
+  const u64 q = primes[row % limbs].value;
+  const ulonglong2 y = load2(b + at);
+  if constexpr (OP == BinaryOp::add) {
+    store2(out + at, make_ulonglong2(add_mod(x.x, y.x, q), add_mod(x.y, y.y, q)));
+  } else {
+    store2(out + at, make_ulonglong2(sub_mod(x.x, y.x, q), sub_mod(x.y, y.y, q)));
+  }
+}
+
+__global__ void __launch_bounds__(threads) negate_kernel(u64* out, const u64* a, u32 n, int limbs, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const u64 q = primes[row % limbs].value;
+  const std::size_t at = static_cast<std::size_t>(row) * n + 2 * (blockIdx.x * threads + threadIdx.x);
+  const ulonglong2 x = load2(a + at);
+  store2(out + at, make_ulonglong2(neg_mod(x.x, q), neg_mod(x.y, q)));
+}
+
+// Rows cover limbs [first, first + count) of every component.
+__device__ __forceinline__ int row_of(int chunk_row, int count, int first, int limbs, int& limb, int& component) {
+  component = chunk_row / count;
+  limb = first + chunk_row % count;
+  return component * limbs + limb;
+}
+
+__global__ void __launch_bounds__(threads)
+    add_constant_kernel(u64* out, const u64* a, u32 n, int limbs, int first, int count, LimbConstants c, bool ntt_domain,
+                        const DevPrime* primes) {
+  int limb = 0;
+  int component = 0;
+  const int row = row_of(static_cast<int>(blockIdx.y), count, first, limbs, limb, component);
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const std::size_t at = static_cast<std::size_t>(row) * n + k;
+  ulonglong2 x = load2(a + at);
+  if (component == 0) {
+    const u64 q = primes[limb].value;
+    const u64 r = c.value[limb - first];
+    if (ntt_domain) {
+      x.x = add_mod(x.x, r, q);
+      x.y = add_mod(x.y, r, q);
+    } else if (k == 0) {
+      x.x = add_mod(x.x, r, q);
+    }
+  }
+  store2(out + at, x);
+}
+
+__global__ void __launch_bounds__(threads)
+    multiply_constant_kernel(u64* out, const u64* a, u32 n, int limbs, int first, int count, LimbConstants c,
+                             const DevPrime* primes) {
+  int limb = 0;
+  int component = 0;
+  const int row = row_of(static_cast<int>(blockIdx.y), count, first, limbs, limb, component);
+  const std::size_t at = static_cast<std::size_t>(row) * n + 2 * (blockIdx.x * threads + threadIdx.x);
+  const u64 q = primes[limb].value;
+  const u64 w = c.value[limb - first];
+  const u64 ws = c.shoup[limb - first];
+  const ulonglong2 x = load2(a + at);
+  store2(out + at, make_ulonglong2(mul_shoup(x.x, w, ws, q), mul_shoup(x.y, w, ws, q)));
+}
+
+__global__ void __launch_bounds__(threads)
+    multiply_plain_kernel(u64* out, const u64* a, const u64* p, u32 n, int limbs, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const int limb = row % limbs;
+  const DevPrime prime = primes[limb];
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const std::size_t at = static_cast<std::size_t>(row) * n + k;
+  const ulonglong2 x = load2(a + at);
+  const ulonglong2 y = load2(p + static_cast<std::size_t>(limb) * n + k);
+  store2(out + at, make_ulonglong2(mul_mod(x.x, y.x, prime), mul_mod(x.y, y.y, prime)));
+}
+
+// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); blockIdx.y = limb.
+__global__ void __launch_bounds__(threads)
+    multiply_kernel(u64* out, const u64* a, const u64* b, u32 n, int limbs, int out_limbs, const DevPrime* primes) {
+  const int limb = static_cast<int>(blockIdx.y);
+  const DevPrime prime = primes[limb];
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const std::size_t c0 = static_cast<std::size_t>(limb) * n + k;
+  const std::size_t c1 = c0 + static_cast<std::size_t>(limbs) * n;
+  const ulonglong2 a0 = load2(a + c0);
+  const ulonglong2 a1 = load2(a + c1);
+  const ulonglong2 b0 = load2(b + c0);
+  const ulonglong2 b1 = load2(b + c1);
+  const std::size_t o0 = static_cast<std::size_t>(limb) * n + k;
+  const std::size_t o1 = o0 + static_cast<std::size_t>(out_limbs) * n;
+  const std::size_t o2 = o1 + static_cast<std::size_t>(out_limbs) * n;
+  U128 x;
+  U128 y;
+  mul_add(x, a0.x, b1.x);
+  mul_add(x, a1.x, b0.x);
+  mul_add(y, a0.y, b1.y);
+  mul_add(y, a1.y, b0.y);
+  const ulonglong2 d0 = make_ulonglong2(mul_mod(a0.x, b0.x, prime), mul_mod(a0.y, b0.y, prime));
+  const ulonglong2 d1 = make_ulonglong2(reduce128(x, prime), reduce128(y, prime));
+  const ulonglong2 d2 = make_ulonglong2(mul_mod(a1.x, b1.x, prime), mul_mod(a1.y, b1.y, prime));
+  store2(out + o0, d0);
+  store2(out + o1, d1);
+  store2(out + o2, d2);
+}
+
+template <class Kernel>
+void per_limb_chunk(int limbs, const Kernel& kernel) {
+  for (int first = 0; first < limbs; first += max_constant_limbs) kernel(first, std::min(max_constant_limbs, limbs - first));
+}
+
+}  // namespace
+
+void add(const Launch& l, Poly out, Poly a, Poly b) {
+  binary_kernel<BinaryOp::add><<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
+      out.data, a.data, b.data, l.n, out.limbs, b.components, l.tables.primes);
+  check_launch("add");
+}
+
+void sub(const Launch& l, Poly out, Poly a, Poly b) {
+  binary_kernel<BinaryOp::sub><<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
+      out.data, a.data, b.data, l.n, out.limbs, b.components, l.tables.primes);
+  check_launch("sub");
+}
+
+void negate(const Launch& l, Poly out, Poly a) {
+  negate_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(out.data, a.data, l.n, out.limbs,
+                                                                                     l.tables.primes);
+  check_launch("negate");
+}
+
+void add_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residues, bool ntt_domain) {
+  per_limb_chunk(out.limbs, [&](int first, int count) {
+    LimbConstants c{};
+    std::copy_n(residues.begin() + first, count, c.value);
+    add_constant_kernel<<<grid_for(l.n, out.components * count), threads, 0, l.stream>>>(
+        out.data, a.data, l.n, out.limbs, first, count, c, ntt_domain, l.tables.primes);
+    check_launch("add_constant");
+  });
+}
+
+void multiply_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residues,
+                       std::span<const u64> residues_shoup) {
+  per_limb_chunk(out.limbs, [&](int first, int count) {
+    LimbConstants c{};
+    std::copy_n(residues.begin() + first, count, c.value);
+    std::copy_n(residues_shoup.begin() + first, count, c.shoup);
+    multiply_constant_kernel<<<grid_for(l.n, out.components * count), threads, 0, l.stream>>>(
+        out.data, a.data, l.n, out.limbs, first, count, c, l.tables.primes);
+    check_launch("multiply_constant");
+  });
+}
+
+void multiply_plain(const Launch& l, Poly out, Poly a, Poly p) {
+  multiply_plain_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
+      out.data, a.data, p.data, l.n, out.limbs, l.tables.primes);
+  check_launch("multiply_plain");
+}
+
+void multiply(const Launch& l, Poly out, Poly a, Poly b) {
+  multiply_kernel<<<grid_for(l.n, out.limbs), threads, 0, l.stream>>>(out.data, a.data, b.data, l.n, a.limbs,
+                                                                      out.limbs, l.tables.primes);
+  check_launch("multiply");
+}
+
+void copy_limbs(const Launch& l, Poly out, Poly a) {
+  if (out.data == a.data && out.limbs == a.limbs) return;
+  const std::size_t limb_bytes = std::size_t{l.n} * sizeof(u64);
+  check(cudaMemcpy2DAsync(out.data, static_cast<std::size_t>(out.limbs) * limb_bytes, a.data,
+                          static_cast<std::size_t>(a.limbs) * limb_bytes, static_cast<std::size_t>(out.limbs) * limb_bytes,
+                          static_cast<std::size_t>(out.components), cudaMemcpyDeviceToDevice, l.stream),
+        "cudaMemcpy2DAsync (drop_limbs)");
+}
+
+}  // namespace fhelium::cuda::kernels

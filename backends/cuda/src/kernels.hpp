@@ -1,0 +1,73 @@
+// Host-side entry points of the CUDA kernels (one .cu file per family). Each
+// function enqueues work on `stream`, checks every launch, and never
+// synchronises or allocates.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <span>
+
+#include "device_types.hpp"
+
+namespace fhelium::cuda::kernels {
+
+// A polynomial array in device memory: components x limbs x n, limb-major;
+// limb i uses key limb i (the Q primes).
+struct Poly {
+  u64* data = nullptr;
+  int components = 0;
+  int limbs = 0;
+};
+
+// What every launch needs to know about the context.
+struct Launch {
+  cudaStream_t stream;
+  NttTables tables;  // tables.primes: the primes by key limb
+  u32 n;
+  int max_level;     // L: key limbs 0..L are Q primes, L+1.. are P primes
+};
+
+// ---- element-wise (elementwise.cu) ----
+void add(const Launch& l, Poly out, Poly a, Poly b);
+void sub(const Launch& l, Poly out, Poly a, Poly b);
+void negate(const Launch& l, Poly out, Poly a);
+// residues: one per limb of out.
+void add_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residues, bool ntt_domain);
+void multiply_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residues,
+                       std::span<const u64> residues_shoup);
+void multiply_plain(const Launch& l, Poly out, Poly a, Poly p);
+void multiply(const Launch& l, Poly out, Poly a, Poly b);
+// The first out.limbs limbs of every component of a.
+void copy_limbs(const Launch& l, Poly out, Poly a);
+
+// ---- transforms (ntt.cu) ----
+void to_ntt(const Launch& l, Poly out, Poly a);
+void to_coefficient(const Launch& l, Poly out, Poly a);
+
+// ---- rescale (rescale.cu) ----
+// a has out.limbs + 1 limbs; temp holds a.components x n words.
+void rescale(const Launch& l, const RescaleView& tables, Poly out, Poly a, u64* temp);
+
+// ---- key switching (keyswitch.cu) ----
+struct KeySwitchWork {
+  u64* coefficients;  // (L + 1) x n
+  u64* extended;      // digits x (L + 1 + K) x n at the top level
+  u64* accumulators;  // 2 x (L + 1 + K) x n
+  u64* converted;     // 2 x (L + 1) x n
+};
+
+// Extends d (NTT domain, level + 1 limbs; read through X -> X^g unless
+// galois_element is 0) to every digit's other primes (into work.extended).
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element);
+// work.accumulators = sum over digits of extended_j times the key's digit j.
+// The digits' own limbs are read from d (level + 1 limbs, NTT domain). The
+// extended digits are read through X -> X^extended_galois and d through
+// X -> X^own_galois, unless the element is 0 (both nonzero: the same element).
+void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                   const u64* key, u32 extended_galois, u32 own_galois);
+// out_c = ModDown(accumulator_c) + add_c, c = 0, 1 (add_c may be null; add0
+// is read through the automorphism of add0_galois unless it is 0).
+void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,
+              u32 add0_galois, u64* out1, const u64* add1);
+
+}  // namespace fhelium::cuda::kernels

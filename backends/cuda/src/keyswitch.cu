@@ -1,0 +1,331 @@
+// Hybrid key switching: ModUp (INTT, basis conversion of every digit, NTT of
+// the converted limbs), the inner product with the key, ModDown (INTT of the
+// P part, conversion P -> Q_l, NTT with the subtraction, P^-1 and the added
+// polynomial fused into its store).
+//
+// Layouts (internal; only the final results must match the CPU backend):
+//   extended:     digits x slots x n, slot s = Q prime s (s <= l) or P prime
+//                 s - l - 1; a digit's own slots are not stored (read from d).
+//   accumulators: 2 x slots x n.
+//   converted:    2 x (l + 1) x n.
+#include <algorithm>
+
+#include "automorphism.cuh"
+#include "basis_convert.cuh"
+#include "kernels.hpp"
+#include "ntt.cuh"
+
+namespace fhelium::cuda::kernels {
+namespace {
+
+constexpr int threads = 256;
+
+__device__ __forceinline__ int key_limb_of_slot(int slot, int level, int max_level) {
+  return slot <= level ? slot : max_level + 1 + (slot - level - 1);
+}
+
+// ---- ModUp ----
+
+// The input limbs read through X -> X^g (NTT order): a rotation's ModUp
+// needs no separate permutation pass.
+struct PermutedBatch {
+  const u64* in;
+  u64* out;
+  u32 n;
+  u32 galois_element;
+  int log_n;
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return b; }
+  __device__ u64 load(int b, u32 pos) const {
+    return in[static_cast<std::size_t>(b) * n + automorphism_index(pos, galois_element, log_n)];
+  }
+  __device__ u64* inter(int b) const { return out + static_cast<std::size_t>(b) * n; }
+  struct Aux {};
+  __device__ Aux fetch(int, u32) const { return {}; }
+  __device__ void store(int b, u32 pos, u64 v, Aux) const { out[static_cast<std::size_t>(b) * n + pos] = v; }
+};
+
+// Two coefficients per thread, blockDim.x apart (both accesses coalesce).
+template <int MAX_FROM>
+__global__ void __launch_bounds__(threads)
+    mod_up_convert_kernel(KeySwitchView ks, const u64* coefficients, u64* extended, u32 n, int slots,
+                          const DevPrime* primes) {
+  extern __shared__ u64 staged[];
+  const int j = static_cast<int>(blockIdx.y);
+  const u32 k = blockIdx.x * 2 * threads + threadIdx.x;
+  const ConverterView& v = ks.mod_up[j];
+  stage_converter(v, primes, staged);
+  __syncthreads();
+  const int begin = j * ks.alpha;
+  const int own = v.from_count;
+  const u64* in0 = coefficients + static_cast<std::size_t>(begin) * n + k;
+  const u64* const in[2] = {in0, in0 + threads};
+  u64* out = extended + static_cast<std::size_t>(j) * slots * n + k;
+  convert_staged<MAX_FROM, 2>(staged, own, v.to_count, in, n, [&](int t, const u64 (&r)[2]) {
+    const int slot = t < begin ? t : t + own;
+    u64* o = out + static_cast<std::size_t>(slot) * n;
+    o[0] = r[0];
+    o[threads] = r[1];
+  });
+}
+
+// Forward NTT of every converted limb, in place; own slots are skipped.
+struct ExtendedBatch {
+  u64* extended;
+  u32 n;
+  int slots;
+  int level;
+  int max_level;
+  int alpha;
+  __device__ bool skip(int b) const {
+    const int j = b / slots;
+    const int s = b % slots;
+    return s >= j * alpha && s < min((j + 1) * alpha, level + 1);
+  }
+  __device__ int prime(int b) const { return key_limb_of_slot(b % slots, level, max_level); }
+  __device__ u64 load(int b, u32 pos) const { return extended[static_cast<std::size_t>(b) * n + pos]; }
+  __device__ u64* inter(int b) const { return extended + static_cast<std::size_t>(b) * n; }
+  struct Aux {};
+  __device__ Aux fetch(int, u32) const { return {}; }
+  __device__ void store(int b, u32 pos, u64 v, Aux) const { extended[static_cast<std::size_t>(b) * n + pos] = v; }
+};
+
+// ---- inner product ----
+
+// Two consecutive coefficients per thread: the key (and unpermuted sources)
+// are read with 16-byte loads. PERMUTE_EXTENDED: the extended digits are read
+// through X -> X^g (hoisted rotations); PERMUTE_OWN: so are the digits' own
+// limbs, read from d (hoisted rotations, and rotations whose ModUp read d
+// through the permutation).
+template <bool PERMUTE_EXTENDED, bool PERMUTE_OWN>
+__global__ void __launch_bounds__(threads)
+    inner_product_kernel(const u64* extended, const u64* d, const u64* key, u64* accumulators, u32 n, int log_n,
+                         int level, int max_level, int alpha, int digits, int slots, int key_limbs, u32 galois_element,
+                         const DevPrime* primes) {
+  const int s = static_cast<int>(blockIdx.y);
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const int key_limb = key_limb_of_slot(s, level, max_level);
+  const DevPrime& p = primes[key_limb];
+  const std::size_t limb_words = n;
+  u32 permuted0 = k;
+  u32 permuted1 = k + 1;
+  if constexpr (PERMUTE_EXTENDED || PERMUTE_OWN) {
+    permuted0 = automorphism_index(k, galois_element, log_n);
+    permuted1 = automorphism_index(k + 1, galois_element, log_n);
+  }
+  U128 b0, b1, a0, a1;
+  for (int j = 0; j < digits; ++j) {
+    const int begin = j * alpha;
+    const bool own = s >= begin && s < min(begin + alpha, level + 1);
+    const u64* src = own ? d + static_cast<std::size_t>(s) * limb_words
+                         : extended + (static_cast<std::size_t>(j) * slots + s) * limb_words;
+    const bool permuted = own ? PERMUTE_OWN : PERMUTE_EXTENDED;
+    u64 e0, e1;
+    if (permuted) {
+      e0 = src[permuted0];
+      e1 = src[permuted1];
+    } else {
+      const ulonglong2 e = *reinterpret_cast<const ulonglong2*>(src + k);
+      e0 = e.x;
+      e1 = e.y;
+    }
+    const u64* kb = key + (static_cast<std::size_t>(2 * j) * key_limbs + key_limb) * limb_words + k;
+    const ulonglong2 vb = *reinterpret_cast<const ulonglong2*>(kb);
+    const ulonglong2 va = *reinterpret_cast<const ulonglong2*>(kb + static_cast<std::size_t>(key_limbs) * limb_words);
+    mul_add(b0, e0, vb.x);
+    mul_add(b1, e1, vb.y);
+    mul_add(a0, e0, va.x);
+    mul_add(a1, e1, va.y);
+    if ((j & 7) == 7) {  // products < 2^124: eight of them and a residue stay below 2^128
+      b0 = U128{reduce128(b0, p), 0};
+      b1 = U128{reduce128(b1, p), 0};
+      a0 = U128{reduce128(a0, p), 0};
+      a1 = U128{reduce128(a1, p), 0};
+    }
+  }
+  *reinterpret_cast<ulonglong2*>(accumulators + static_cast<std::size_t>(s) * limb_words + k) =
+      make_ulonglong2(reduce128(b0, p), reduce128(b1, p));
+  *reinterpret_cast<ulonglong2*>(accumulators + static_cast<std::size_t>(slots + s) * limb_words + k) =
+      make_ulonglong2(reduce128(a0, p), reduce128(a1, p));
+}
+
+// ---- ModDown ----
+
+// The P limbs of both accumulators, in place: b = poly x K + k.
+struct SpecialBatch {
+  u64* accumulators;
+  u32 n;
+  int slots;
+  int level;
+  int max_level;
+  int specials;
+  __device__ std::size_t at(int b) const {
+    const int poly = b / specials;
+    const int k = b % specials;
+    return (static_cast<std::size_t>(poly) * slots + level + 1 + k) * n;
+  }
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return max_level + 1 + b % specials; }
+  __device__ u64 load(int b, u32 pos) const { return accumulators[at(b) + pos]; }
+  __device__ u64* inter(int b) const { return accumulators + at(b); }
+  struct Aux {};
+  __device__ Aux fetch(int, u32) const { return {}; }
+  __device__ void store(int b, u32 pos, u64 v, Aux) const { accumulators[at(b) + pos] = v; }
+};
+
+template <int MAX_FROM>
+__global__ void __launch_bounds__(threads)
+    mod_down_convert_kernel(ConverterView v, const u64* accumulators, u64* converted, u32 n, int slots, int level,
+                            const DevPrime* primes) {
+  extern __shared__ u64 staged[];
+  stage_converter(v, primes, staged);
+  __syncthreads();
+  const int poly = static_cast<int>(blockIdx.y);
+  const u32 k = blockIdx.x * 2 * threads + threadIdx.x;
+  const u64* in0 = accumulators + (static_cast<std::size_t>(poly) * slots + level + 1) * n + k;
+  const u64* const in[2] = {in0, in0 + threads};
+  u64* out = converted + static_cast<std::size_t>(poly) * (level + 1) * n + k;
+  convert_staged<MAX_FROM, 2>(staged, v.from_count, v.to_count, in, n, [&](int t, const u64 (&r)[2]) {
+    u64* o = out + static_cast<std::size_t>(t) * n;
+    o[0] = r[0];
+    o[threads] = r[1];
+  });
+}
+
+// NTT of the converted limbs (b = poly x (l + 1) + i) with the final step in its store:
+// out_poly[i] = (acc_poly[i] - conv) * P^-1 + add_poly[i].
+struct ModDownBatch {
+  u64* converted;
+  const u64* accumulators;
+  u64* out0;
+  const u64* add0;
+  u64* out1;
+  const u64* add1;
+  u32 add0_galois;
+  u32 n;
+  int log_n;
+  int slots;
+  int limbs;  // l + 1
+  const u64* p_inverse;
+  const u64* p_inverse_shoup;
+  const DevPrime* primes;
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return b % limbs; }
+  __device__ u64 load(int b, u32 pos) const { return converted[static_cast<std::size_t>(b) * n + pos]; }
+  __device__ u64* inter(int b) const { return converted + static_cast<std::size_t>(b) * n; }
+  struct Aux {
+    u64 acc;
+    u64 add;
+  };
+  __device__ Aux fetch(int b, u32 pos) const {
+    const int poly = b / limbs;
+    const int i = b % limbs;
+    const std::size_t at = static_cast<std::size_t>(i) * n;
+    Aux a{accumulators[(static_cast<std::size_t>(poly) * slots + i) * n + pos], 0};
+    if (poly == 0) {
+      if (add0) a.add = add0[at + (add0_galois == 0 ? pos : automorphism_index(pos, add0_galois, log_n))];
+    } else if (add1) {
+      a.add = add1[at + pos];
+    }
+    return a;
+  }
+  __device__ void store(int b, u32 pos, u64 v, const Aux& a) const {
+    const int poly = b / limbs;
+    const int i = b % limbs;
+    const u64 q = primes[i].value;
+    u64 r = mul_shoup(sub_mod(a.acc, v, q), p_inverse[i], p_inverse_shoup[i], q);
+    r = add_mod(r, a.add, q);  // a.add is 0 when there is nothing to add
+    (poly == 0 ? out0 : out1)[static_cast<std::size_t>(i) * n + pos] = r;
+  }
+};
+
+template <class Kernel>
+void dispatch_from(int max_from, const Kernel& kernel) {
+  if (max_from <= 2) {
+    kernel(std::integral_constant<int, 2>{});
+  } else if (max_from <= 4) {
+    kernel(std::integral_constant<int, 4>{});
+  } else if (max_from <= 8) {
+    kernel(std::integral_constant<int, 8>{});
+  } else if (max_from <= 16) {
+    kernel(std::integral_constant<int, 16>{});
+  } else {
+    kernel(std::integral_constant<int, 64>{});
+  }
+}
+
+int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
+
+}  // namespace
+
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element) {
+  const int limbs = ks.level + 1;
+  const int slots = slots_of(ks);
+  if (galois_element == 0) {
+    ntt::inverse(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
+  } else {
+    const PermutedBatch batch{d, work.coefficients, l.n, galois_element, l.tables.log_n};
+    ntt::inverse(l.tables, batch, limbs, l.stream);
+  }
+  const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(ks.digits));
+  // Every digit has |A| <= alpha sources and at most level + specials targets.
+  const int smem = converter_smem_words(ks.alpha, ks.level + ks.specials) * static_cast<int>(sizeof(u64));
+  dispatch_from(ks.alpha, [&](auto max_from) {
+    constexpr int max = decltype(max_from)::value;
+    static std::atomic<unsigned long long> ready{0};
+    ntt::allow_dynamic_smem(mod_up_convert_kernel<max>, smem, ready);
+    mod_up_convert_kernel<max>
+        <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes);
+    check_launch("mod_up_convert");
+  });
+  const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
+  ntt::forward(l.tables, batch, ks.digits * slots, l.stream);
+}
+
+void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                   const u64* key, u32 extended_galois, u32 own_galois) {
+  const int slots = slots_of(ks);
+  const int key_limbs = l.max_level + 1 + ks.specials;
+  const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(slots));
+  if (extended_galois != 0 && own_galois != 0 && extended_galois != own_galois) {
+    throw_cuda_error(cudaErrorInvalidValue, "inner product with two different Galois elements");
+  }
+  const u32 g = extended_galois != 0 ? extended_galois : own_galois;
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, threads, 0, l.stream>>>(work.extended, d, key, work.accumulators, l.n, l.tables.log_n, ks.level,
+                                           l.max_level, ks.alpha, ks.digits, slots, key_limbs, g, l.tables.primes);
+    check_launch("inner_product");
+  };
+  if (extended_galois == 0 && own_galois == 0) {
+    launch(inner_product_kernel<false, false>);
+  } else if (extended_galois == 0) {
+    launch(inner_product_kernel<false, true>);
+  } else if (own_galois == 0) {
+    launch(inner_product_kernel<true, false>);
+  } else {
+    launch(inner_product_kernel<true, true>);
+  }
+}
+
+void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,
+              u32 add0_galois, u64* out1, const u64* add1) {
+  const int slots = slots_of(ks);
+  const int limbs = ks.level + 1;
+  const SpecialBatch special{work.accumulators, l.n, slots, ks.level, l.max_level, ks.specials};
+  ntt::inverse(l.tables, special, 2 * ks.specials, l.stream);
+  const dim3 grid(l.n / (2 * threads), 2);
+  const int smem = converter_smem_words(ks.specials, limbs) * static_cast<int>(sizeof(u64));
+  dispatch_from(ks.specials, [&](auto max_from) {
+    constexpr int max = decltype(max_from)::value;
+    static std::atomic<unsigned long long> ready{0};
+    ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem, ready);
+    mod_down_convert_kernel<max><<<grid, threads, smem, l.stream>>>(ks.mod_down, work.accumulators, work.converted,
+                                                                    l.n, slots, ks.level, l.tables.primes);
+    check_launch("mod_down_convert");
+  });
+  const ModDownBatch batch{work.converted, work.accumulators, out0,  add0, out1, add1, add0_galois, l.n,
+                           l.tables.log_n, slots, limbs, ks.p_inverse, ks.p_inverse_shoup, l.tables.primes};
+  ntt::forward(l.tables, batch, 2 * limbs, l.stream);
+}
+
+}  // namespace fhelium::cuda::kernels

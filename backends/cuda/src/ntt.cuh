@@ -1,0 +1,439 @@
+// Negacyclic NTT kernels for batches of limbs (one launch covers every limb of
+// a batch, blockIdx.y selects the limb). Forward: Cooley-Tukey with Harvey's
+// lazy butterflies (values in [0, 4q)), inverse: Gentleman-Sande (values in
+// [0, 2q)), the same twiddle tables as NttTable. Outputs are fully reduced,
+// so the result is the unique transform, bit-identical to the CPU's.
+//
+// A transform of N = N1 x TILE words runs as two kernels: `columns` does the
+// log2(N1) stages with distance >= TILE, one column of N1 words per thread in
+// registers; `tiles` does the log2(TILE) stages inside contiguous tiles of
+// TILE words in shared memory, three stages per pass with 8 words per thread
+// in registers. When N <= 1024 one `tiles` kernel does everything. A tile
+// first copies its words and every twiddle it needs (one contiguous run per
+// stage) into shared memory with coalesced loads, so each pass reads each
+// distinct twiddle once and no pass waits on global memory.
+//
+// A Batch tells the kernels where limb b comes from and goes to:
+//   bool skip(int b)                  // the block returns at once
+//   int prime(int b)                  // key limb of the twiddle tables
+//   u64 load(int b, u32 pos)          // input word, in [0, q)
+//   u64* inter(int b)                 // N words between the two kernels
+//   Aux fetch(int b, u32 pos)         // other operands the store needs
+//   void store(int b, u32 pos, u64 v, const Aux&) // output word v in [0, q)
+// so element-wise work before and after the transform fuses into it. The
+// kernels fetch the operands of all of a thread's words before storing any:
+// the output may alias nothing the compiler can prove, so fetching inside the
+// stores would serialise one memory round trip per word.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <string>
+
+#include "cuda_check.hpp"
+#include "device_types.hpp"
+#include "modarith.cuh"
+
+namespace fhelium::cuda::ntt {
+
+constexpr int column_threads = 128;
+
+template <int LOG_TILE>
+struct Tile {
+  static constexpr int size = 1 << LOG_TILE;
+  static constexpr int threads = size / 8;
+  static constexpr int data_words = size + size / 32;  // one pad word every 32 (bank conflicts)
+  // Dynamic shared memory: `size` twiddle pairs (entry 0 unused), then the data.
+  static constexpr int smem_bytes = size * 16 + data_words * 8;
+};
+
+__device__ __forceinline__ u32 padded(u32 i) { return i + (i >> 5); }
+
+__device__ __forceinline__ void forward_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
+  const u64 u = x >= two_q ? x - two_q : x;
+  const u64 v = mul_shoup_lazy(y, w, w_shoup, q);
+  x = u + v;
+  y = u - v + two_q;
+}
+
+__device__ __forceinline__ void inverse_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
+  const u64 s = x + y;
+  const u64 d = x - y + two_q;
+  x = s >= two_q ? s - two_q : s;
+  y = mul_shoup_lazy(d, w, w_shoup, q);
+}
+
+__device__ __forceinline__ u64 reduce_from_4q(u64 x, u64 q) {
+  x = x >= 2 * q ? x - 2 * q : x;
+  return x >= q ? x - q : x;
+}
+
+// The twiddles of one tile in shared memory, indexed like the global table
+// restricted to the tile: stage with distance t (< TILE) and tile-local
+// position p uses tw[TILE / 2t + p / 2t]. Globally that is
+// roots[N / 2t + (tile_base + p) / 2t] = roots[m (N1 + tile) + i] with
+// m = TILE / 2t, i = p / 2t.
+template <int LOG_TILE>
+__device__ __forceinline__ void load_tile_twiddles(TwiddlePair* tw, const TwiddlePair* __restrict__ roots, u32 n1,
+                                                   u32 tile) {
+  using T = Tile<LOG_TILE>;
+  for (u32 j = threadIdx.x; j < static_cast<u32>(T::size); j += T::threads) {
+    if (j == 0) continue;
+    const u32 m = 1u << (31 - __clz(j));
+    tw[j] = roots[m * (n1 + tile) + (j - m)];
+  }
+}
+
+// R stages over groups of 2^R words, 8 words per thread, in shared memory.
+// Forward: distances 2^t0_log, 2^(t0_log - 1), ...; inverse: 2^t0_log,
+// 2^(t0_log + 1), ... Every butterfly of a stage inside one group whose
+// upper words share `e >> k` shares its twiddle, loaded once.
+template <bool FORWARD, int R, int LOG_TILE, class Dst>
+__device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddlePair* tw, u64 q, Dst dst) {
+  constexpr int group = 1 << R;
+  constexpr int groups_per_thread = 8 / group;
+  constexpr int threads = Tile<LOG_TILE>::threads;
+  const int stride_log = FORWARD ? t0_log - (R - 1) : t0_log;
+  const int span_log = FORWARD ? t0_log + 1 : t0_log + R;
+  const u64 two_q = 2 * q;
+#pragma unroll
+  for (int g = 0; g < groups_per_thread; ++g) {
+    const u32 gi = threadIdx.x + static_cast<u32>(g * threads);
+    const u32 off = gi & ((1u << stride_log) - 1);
+    const u32 base = ((gi >> stride_log) << span_log) + off;
+    u64 x[group];
+#pragma unroll
+    for (int e = 0; e < group; ++e) x[e] = smem[padded(base + (static_cast<u32>(e) << stride_log))];
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      const int ts_log = FORWARD ? t0_log - s : t0_log + s;
+      const int half = FORWARD ? 1 << (R - 1 - s) : 1 << s;
+      const int distinct = FORWARD ? 1 << s : 1 << (R - 1 - s);
+      const u32 first = (1u << (LOG_TILE - 1 - ts_log)) + (base >> (ts_log + 1));
+      TwiddlePair w[group / 2];
+#pragma unroll
+      for (int h = 0; h < distinct; ++h) w[h] = tw[first + h];
+#pragma unroll
+      for (int e = 0; e < group; ++e) {
+        if (e & half) continue;
+        const int h = FORWARD ? e >> (R - s) : e >> (s + 1);
+        if constexpr (FORWARD) {
+          forward_butterfly(x[e], x[e + half], w[h].w, w[h].w_shoup, q, two_q);
+        } else {
+          inverse_butterfly(x[e], x[e + half], w[h].w, w[h].w_shoup, q, two_q);
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < group; ++e) dst(base + (static_cast<u32>(e) << stride_log), x[e]);
+  }
+}
+
+// Every pass of one tile, from shared memory; the last writes `store`.
+template <bool FORWARD, int LOG_TILE, int DONE, class Store>
+__device__ __forceinline__ void tile_passes(u64* smem, const TwiddlePair* tw, u64 q, Store store) {
+  if constexpr (DONE < LOG_TILE) {
+    constexpr int remaining = LOG_TILE - DONE;
+    constexpr int first_forward = LOG_TILE % 3 == 0 ? 3 : LOG_TILE % 3;
+    constexpr int R = FORWARD ? (DONE == 0 ? first_forward : 3) : (remaining < 3 ? remaining : 3);
+    constexpr bool last = DONE + R == LOG_TILE;
+    const int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
+    if constexpr (DONE != 0) __syncthreads();
+    if constexpr (last) {
+      pass<FORWARD, R, LOG_TILE>(t0_log, smem, tw, q, store);
+    } else {
+      pass<FORWARD, R, LOG_TILE>(t0_log, smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
+    }
+    tile_passes<FORWARD, LOG_TILE, DONE + R>(smem, tw, q, store);
+  }
+}
+
+// Forward stages with distance < TILE. SINGLE: the whole transform (reads
+// batch.load); otherwise reads batch.inter, written by forward_columns.
+template <int LOG_TILE, bool SINGLE, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE>::threads) forward_tiles(NttTables t, Batch batch) {
+  using T = Tile<LOG_TILE>;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  TwiddlePair* tw = dynamic_smem;
+  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;
+  const int limb = batch.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const u64 q = t.primes[limb].value;
+  const u32 tile_base = blockIdx.x * T::size;
+  const u64* inter = SINGLE ? nullptr : batch.inter(b);
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+    if constexpr (SINGLE) {
+      smem[padded(i)] = batch.load(b, tile_base + i);
+    } else {
+      smem[padded(i)] = inter[tile_base + i];
+    }
+  }
+  load_tile_twiddles<LOG_TILE>(tw, t.roots + static_cast<std::size_t>(limb) * n, static_cast<u32>(n >> LOG_TILE),
+                               blockIdx.x);
+  __syncthreads();
+  tile_passes<true, LOG_TILE, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
+  typename Batch::Aux aux[8];
+#pragma unroll
+  for (int r = 0; r < 8; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+    batch.store(b, tile_base + i, reduce_from_4q(smem[padded(i)], q), aux[r]);
+  }
+}
+
+// Inverse stages with distance < TILE. SINGLE: the whole transform, times
+// n^-1, to batch.store; otherwise to batch.inter for inverse_columns.
+template <int LOG_TILE, bool SINGLE, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE>::threads) inverse_tiles(NttTables t, Batch batch) {
+  using T = Tile<LOG_TILE>;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  TwiddlePair* tw = dynamic_smem;
+  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;
+  const int limb = batch.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const DevPrime& p = t.primes[limb];
+  const u64 q = p.value;
+  const u64 inv_n = p.inv_n;
+  const u64 inv_n_shoup = p.inv_n_shoup;
+  const u32 tile_base = blockIdx.x * T::size;
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+    smem[padded(i)] = batch.load(b, tile_base + i);
+  }
+  load_tile_twiddles<LOG_TILE>(tw, t.inv_roots + static_cast<std::size_t>(limb) * n,
+                               static_cast<u32>(n >> LOG_TILE), blockIdx.x);
+  __syncthreads();
+  u64* inter = SINGLE ? nullptr : batch.inter(b);
+  // The last inverse pass has the largest stride: its direct stores coalesce.
+  auto store = [&](u32 i, u64 v) {
+    if constexpr (SINGLE) {
+      batch.store(b, tile_base + i, mul_shoup(v, inv_n, inv_n_shoup, q), batch.fetch(b, tile_base + i));
+    } else {
+      inter[tile_base + i] = v;
+    }
+  };
+  tile_passes<false, LOG_TILE, 0>(smem, tw, q, store);
+}
+
+// Column stages by compile-time recursion, so every index is a constant and
+// x stays in registers. Forward: stage with M blocks (distance N1 / 2M);
+// inverse: distance TK (N1 / 2TK blocks). tw holds roots[1 .. N1).
+template <int N1, int M>
+__device__ __forceinline__ void forward_column_stages(u64 (&x)[N1], const TwiddlePair* tw, u64 q, u64 two_q) {
+  if constexpr (M < N1) {
+    constexpr int tk = N1 / (2 * M);
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const TwiddlePair w = tw[M + i];
+#pragma unroll
+      for (int jj = 0; jj < tk; ++jj) {
+        forward_butterfly(x[2 * i * tk + jj], x[2 * i * tk + jj + tk], w.w, w.w_shoup, q, two_q);
+      }
+    }
+    forward_column_stages<N1, 2 * M>(x, tw, q, two_q);
+  }
+}
+
+template <int N1, int TK>
+__device__ __forceinline__ void inverse_column_stages(u64 (&x)[N1], const TwiddlePair* tw, u64 q, u64 two_q) {
+  if constexpr (TK < N1) {
+    constexpr int m = N1 / (2 * TK);
+#pragma unroll
+    for (int i = 0; i < m; ++i) {
+      const TwiddlePair w = tw[m + i];
+#pragma unroll
+      for (int jj = 0; jj < TK; ++jj) {
+        inverse_butterfly(x[2 * i * TK + jj], x[2 * i * TK + jj + TK], w.w, w.w_shoup, q, two_q);
+      }
+    }
+    inverse_column_stages<N1, 2 * TK>(x, tw, q, two_q);
+  }
+}
+
+// Forward stages with distance >= TILE, N1 words per thread.
+template <int N1, class Batch>
+__global__ void __launch_bounds__(column_threads) forward_columns(NttTables t, Batch batch) {
+  __shared__ TwiddlePair tw[N1];
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;
+  const int limb = batch.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const u32 n2 = static_cast<u32>(n / N1);
+  const u64 q = t.primes[limb].value;
+  const u32 j = blockIdx.x * column_threads + threadIdx.x;
+  u64 x[N1];
+#pragma unroll
+  for (int k = 0; k < N1; ++k) x[k] = batch.load(b, static_cast<u32>(k) * n2 + j);
+  if (threadIdx.x < N1) tw[threadIdx.x] = t.roots[static_cast<std::size_t>(limb) * n + threadIdx.x];
+  __syncthreads();
+  forward_column_stages<N1, 1>(x, tw, q, 2 * q);
+  u64* inter = batch.inter(b);
+#pragma unroll
+  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+}
+
+// Inverse stages with distance >= TILE, then n^-1, N1 words per thread.
+template <int N1, class Batch>
+__global__ void __launch_bounds__(column_threads) inverse_columns(NttTables t, Batch batch) {
+  __shared__ TwiddlePair tw[N1];
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;
+  const int limb = batch.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const u32 n2 = static_cast<u32>(n / N1);
+  const DevPrime& p = t.primes[limb];
+  const u64 q = p.value;
+  const u32 j = blockIdx.x * column_threads + threadIdx.x;
+  const u64* inter = batch.inter(b);
+  u64 x[N1];
+#pragma unroll
+  for (int k = 0; k < N1; ++k) x[k] = inter[static_cast<u32>(k) * n2 + j];
+  if (threadIdx.x < N1) tw[threadIdx.x] = t.inv_roots[static_cast<std::size_t>(limb) * n + threadIdx.x];
+  __syncthreads();
+  inverse_column_stages<N1, 1>(x, tw, q, 2 * q);
+  const u64 inv_n = p.inv_n;
+  const u64 inv_n_shoup = p.inv_n_shoup;
+  typename Batch::Aux aux[N1];
+#pragma unroll
+  for (int k = 0; k < N1; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * n2 + j);
+#pragma unroll
+  for (int k = 0; k < N1; ++k) {
+    batch.store(b, static_cast<u32>(k) * n2 + j, mul_shoup(x[k], inv_n, inv_n_shoup, q), aux[k]);
+  }
+}
+
+// Tile size and column count for a ring degree.
+struct Shape {
+  int log_tile;
+  int n1;
+};
+
+// Tiles of 2^10 words up to N = 2^15 (more, shorter blocks: small batches are
+// latency-bound), 2^11 at 2^16, 2^12 at 2^17; at most 32 columns.
+inline Shape shape_for(int log_n) {
+  if (log_n <= 10) return {log_n, 1};
+  if (log_n <= 15) return {10, 1 << (log_n - 10)};
+  if (log_n == 16) return {11, 32};
+  return {12, 1 << (log_n - 12)};
+}
+
+// Raises a kernel's dynamic shared memory limit once per device.
+template <class Kernel>
+void allow_dynamic_smem(Kernel kernel, int bytes, std::atomic<unsigned long long>& devices_done) {
+  if (bytes <= 48 * 1024) return;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  const unsigned long long bit = 1ull << (device & 63);
+  if (devices_done.load(std::memory_order_acquire) & bit) return;
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+        "cudaFuncSetAttribute (ntt shared memory)");
+  devices_done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+template <int N1, class Batch>
+void launch_columns(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  const unsigned n2 = (1u << t.log_n) / N1;
+  const dim3 grid(n2 / column_threads, static_cast<unsigned>(count));
+  if (forward) {
+    forward_columns<N1><<<grid, column_threads, 0, stream>>>(t, batch);
+    check_launch("ntt forward_columns");
+  } else {
+    inverse_columns<N1><<<grid, column_threads, 0, stream>>>(t, batch);
+    check_launch("ntt inverse_columns");
+  }
+}
+
+template <int LOG_TILE, bool SINGLE, class Batch>
+void launch_tiles(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  using T = Tile<LOG_TILE>;
+  const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
+  static std::atomic<unsigned long long> forward_ready{0};
+  static std::atomic<unsigned long long> inverse_ready{0};
+  if (forward) {
+    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, Batch>, T::smem_bytes, forward_ready);
+    forward_tiles<LOG_TILE, SINGLE><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
+    check_launch("ntt forward_tiles");
+  } else {
+    allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, Batch>, T::smem_bytes, inverse_ready);
+    inverse_tiles<LOG_TILE, SINGLE><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
+    check_launch("ntt inverse_tiles");
+  }
+}
+
+template <class Batch>
+void launch_columns_any(bool forward, int n1, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  switch (n1) {
+    case 2: launch_columns<2>(forward, t, batch, count, stream); break;
+    case 4: launch_columns<4>(forward, t, batch, count, stream); break;
+    case 8: launch_columns<8>(forward, t, batch, count, stream); break;
+    case 16: launch_columns<16>(forward, t, batch, count, stream); break;
+    case 32: launch_columns<32>(forward, t, batch, count, stream); break;
+    default: throw_cuda_error(cudaErrorInvalidValue, "ntt with " + std::to_string(n1) + " columns");
+  }
+}
+
+template <bool SINGLE, class Batch>
+void launch_tiles_any(bool forward, int log_tile, const NttTables& t, const Batch& batch, int count,
+                      cudaStream_t stream) {
+  switch (log_tile) {
+    case 10: launch_tiles<10, SINGLE>(forward, t, batch, count, stream); break;
+    case 11: launch_tiles<11, SINGLE>(forward, t, batch, count, stream); break;
+    case 12: launch_tiles<12, SINGLE>(forward, t, batch, count, stream); break;
+    default: throw_cuda_error(cudaErrorInvalidValue, "ntt tile of 2^" + std::to_string(log_tile) + " words");
+  }
+}
+
+// Forward NTT of `count` limbs described by `batch`.
+template <class Batch>
+void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  const Shape s = shape_for(t.log_n);
+  if (s.n1 == 1) {
+    launch_tiles_any<true>(true, s.log_tile, t, batch, count, stream);
+  } else {
+    launch_columns_any(true, s.n1, t, batch, count, stream);
+    launch_tiles_any<false>(true, s.log_tile, t, batch, count, stream);
+  }
+}
+
+// Inverse NTT (times n^-1) of `count` limbs described by `batch`.
+template <class Batch>
+void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  const Shape s = shape_for(t.log_n);
+  if (s.n1 == 1) {
+    launch_tiles_any<true>(false, s.log_tile, t, batch, count, stream);
+  } else {
+    launch_tiles_any<false>(false, s.log_tile, t, batch, count, stream);
+    launch_columns_any(false, s.n1, t, batch, count, stream);
+  }
+}
+
+// The plain batch: limb b of `in` to limb b of `out` (in-place allowed); the
+// prime of limb b is b % limbs (components x limbs, limb-major).
+struct PlainBatch {
+  const u64* in;
+  u64* out;
+  u32 n;
+  int limbs;
+  int first_key_limb;  // key limb of limb 0
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return first_key_limb + b % limbs; }
+  __device__ u64 load(int b, u32 pos) const { return in[static_cast<std::size_t>(b) * n + pos]; }
+  __device__ u64* inter(int b) const { return out + static_cast<std::size_t>(b) * n; }
+  struct Aux {};
+  __device__ Aux fetch(int, u32) const { return {}; }
+  __device__ void store(int b, u32 pos, u64 v, Aux) const { out[static_cast<std::size_t>(b) * n + pos] = v; }
+};
+
+}  // namespace fhelium::cuda::ntt
