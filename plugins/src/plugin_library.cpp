@@ -1,12 +1,17 @@
 #include "plugin_library.hpp"
 
 #include <cstddef>
+#include <filesystem>
 
 #include "fhelium/error.hpp"
 
 namespace fhelium::plugins {
 
 std::shared_ptr<PluginLibrary> open_plugin(const std::string& path) {
+  std::error_code exists_error;
+  if (!std::filesystem::is_regular_file(path, exists_error)) {
+    throw PluginError("backend plugin file '" + path + "' does not exist (or is not a regular file)");
+  }
   auto plugin = std::make_shared<PluginLibrary>();
   plugin->path = path;
   boost::dll::fs::error_code ec;

@@ -65,6 +65,11 @@ TEST(PluginLoader, NotFoundListsWhereItLooked) {
                             "/nonexistent/fhelium-plugins", "FHELIUM_BACKEND_PATH"});
 }
 
+TEST(PluginLoader, MissingFileByPath) {
+  expect_contains(error_of<PluginError>([&] { load_backend("/nonexistent/libfhelium-backend-x.so"); }),
+                  {"/nonexistent/libfhelium-backend-x.so", "does not exist"});
+}
+
 TEST(PluginLoader, NotASharedLibrary) {
   const fs::path folder = fs::temp_directory_path() / ("fhelium-junk-" + std::to_string(::getpid()));
   fs::create_directories(folder);
