@@ -46,6 +46,7 @@ KeySwitchWorkspace& CpuContext::workspace() const {
     ws->extended.resize(static_cast<std::size_t>(c.key_digits()) * key_limbs * n);
     ws->accumulators.resize(2 * key_limbs * n);
     ws->rotated.resize(2 * q_limbs * n);
+    ws->converted.resize(2 * q_limbs * n);
     workspace_ = std::move(ws);
   }
   return *workspace_;

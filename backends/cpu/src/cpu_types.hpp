@@ -51,6 +51,7 @@ struct KeySwitchWorkspace {
   std::vector<u64> extended;      // digits x (L + 1 + K) x N
   std::vector<u64> accumulators;  // 2 x (L + 1 + K) x N
   std::vector<u64> rotated;       // 2 x (L + 1) x N
+  std::vector<u64> converted;     // 2 x (L + 1) x N: ModDown's P -> Q results
 };
 
 class CpuContext final : public BackendContext {

@@ -164,32 +164,39 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
   const KeySwitchLevel& ks = c.key_switch(level);
   KeySwitchWorkspace& ws = ctx.workspace();
 
-  for (int poly = 0; poly < 2; ++poly) {
-    u64* acc = ws.accumulators.data() + static_cast<std::size_t>(poly) * static_cast<std::size_t>(slots) * n;
-    u64* p_part = acc + static_cast<std::size_t>(level + 1) * n;
-    parallel_for(ctx.threads(), static_cast<std::size_t>(specials), [&](std::size_t k) {
-      c.ntt(c.max_level() + 1 + static_cast<int>(k)).inverse(p_part + k * n);
-    });
-    u64* converted = ws.coefficients.data();
-    convert_parallel(ctx, ks.mod_down, p_part, converted);
-    u64* out = poly == 0 ? out0 : out1;
-    const u64* add = poly == 0 ? add0 : add1;
-    parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
-      const u64 q = c.q()[i].value;
-      u64* conv = converted + i * n;
-      c.ntt(static_cast<int>(i)).forward(conv);
-      const u64 p_inv = ks.p_inverse[i];
-      const u64 p_inv_shoup = ks.p_inverse_shoup[i];
-      const u64* a = acc + i * n;
-      u64* o = out + i * n;
-      const u64* extra = add ? add + i * n : nullptr;
-      for (std::size_t k = 0; k < n; ++k) {
-        u64 r = mul_shoup(sub_mod(a[k], conv[k], q), p_inv, p_inv_shoup, q);
-        if (extra) r = add_mod(r, extra[k], q);
-        o[k] = r;
-      }
-    });
+  // Both accumulators at once, so two threads always have work: the P limbs
+  // to coefficients, P -> Q_l, then NTT and (acc - conv) P^-1 (+ add).
+  const auto q_limbs = static_cast<std::size_t>(level + 1);
+  const auto accumulator = [&](std::size_t poly) {
+    return ws.accumulators.data() + poly * static_cast<std::size_t>(slots) * n;
+  };
+  const auto p_limbs = static_cast<std::size_t>(specials);
+  parallel_for(ctx.threads(), 2 * p_limbs, [&](std::size_t index) {
+    const std::size_t poly = index / p_limbs;
+    const std::size_t k = index % p_limbs;
+    c.ntt(c.max_level() + 1 + static_cast<int>(k)).inverse(accumulator(poly) + (q_limbs + k) * n);
+  });
+  for (std::size_t poly = 0; poly < 2; ++poly) {
+    convert_parallel(ctx, ks.mod_down, accumulator(poly) + q_limbs * n, ws.converted.data() + poly * q_limbs * n);
   }
+  parallel_for(ctx.threads(), 2 * q_limbs, [&](std::size_t index) {
+    const std::size_t poly = index / q_limbs;
+    const std::size_t i = index % q_limbs;
+    const u64 q = c.q()[i].value;
+    u64* conv = ws.converted.data() + (poly * q_limbs + i) * n;
+    c.ntt(static_cast<int>(i)).forward(conv);
+    const u64 p_inv = ks.p_inverse[i];
+    const u64 p_inv_shoup = ks.p_inverse_shoup[i];
+    const u64* a = accumulator(poly) + i * n;
+    u64* o = (poly == 0 ? out0 : out1) + i * n;
+    const u64* add = poly == 0 ? add0 : add1;
+    const u64* extra = add ? add + i * n : nullptr;
+    for (std::size_t k = 0; k < n; ++k) {
+      u64 r = mul_shoup(sub_mod(a[k], conv[k], q), p_inv, p_inv_shoup, q);
+      if (extra) r = add_mod(r, extra[k], q);
+      o[k] = r;
+    }
+  });
 }
 
 }  // namespace fhelium::cpu
