@@ -30,13 +30,17 @@ void require_components(const std::string& op, const ValueState& s, int componen
   }
 }
 
-// Same level, scale and domain: the rule for add/sub.
-void require_aligned(const std::string& op, const ValueState& a, const ValueState& b) {
+void require_same_level(const std::string& op, const ValueState& a, const ValueState& b) {
   if (a.level != b.level) {
     state_error(op, "operands are at levels " + std::to_string(a.level) + " and " + std::to_string(b.level) +
                         ", expected equal levels (use drop_to_level)",
                 b);
   }
+}
+
+// Same level, scale and domain: the rule for add/sub.
+void require_aligned(const std::string& op, const ValueState& a, const ValueState& b) {
+  require_same_level(op, a, b);
   if (!same_scale(a.scale, b.scale)) {
     std::ostringstream s;
     s << "operands have scales 2^" << std::log2(a.scale) << " and 2^" << std::log2(b.scale)
@@ -50,11 +54,10 @@ void require_aligned(const std::string& op, const ValueState& a, const ValueStat
   }
 }
 
-void require_same_level(const std::string& op, const ValueState& a, const ValueState& b) {
-  if (a.level != b.level) {
-    state_error(op, "operands are at levels " + std::to_string(a.level) + " and " + std::to_string(b.level) +
-                        ", expected equal levels (use drop_to_level)",
-                b);
+void check_rotation_step(const std::string& op, long step, long slots) {
+  if (step <= -slots || step >= slots) {
+    throw InvalidArgumentError(op + ": rotation step " + std::to_string(step) + " is out of range: expected -" +
+                               std::to_string(slots - 1) + ".." + std::to_string(slots - 1));
   }
 }
 
@@ -81,6 +84,19 @@ void Engine::check_own(const Value& v, const char* what) const {
   if (!v.buffer || v.buffer->size_bytes() < s.words(*context_) * word_bytes(s.word_size)) {
     state_error(what, "operand has no storage of the size its state needs", s);
   }
+}
+
+void Engine::check_addable(const char* op, const Value& a, const Value& b, int b_components) const {
+  check_own(a, op);
+  check_own(b, op);
+  require_aligned(op, a.state, b.state);
+  require_components(op, b.state, b_components);
+}
+
+void Engine::check_rotatable(const char* op, const Ciphertext& a) const {
+  check_own(a, op);
+  require_components(op, a.state, 2);
+  require_ntt(op, a.state);
 }
 
 PolyArg Engine::arg(const Value& v) const {
@@ -190,58 +206,40 @@ GaloisKeys Engine::upload_galois_keys(std::span<const HostSwitchKey> keys) const
 // ---- addition ----
 
 Ciphertext Engine::add(const Ciphertext& a, const Ciphertext& b) const {
-  check_own(a, "add");
-  check_own(b, "add");
-  require_aligned("add", a.state, b.state);
-  require_components("add", b.state, a.state.components);
+  check_addable("add", a, b, a.state.components);
   Ciphertext out = make_ciphertext(a.state);
   backend_->add(*prepared_, arg(out), arg(a), arg(b));
   return out;
 }
 
 Ciphertext Engine::add(const Ciphertext& a, const Plaintext& b) const {
-  check_own(a, "add_plain");
-  check_own(b, "add_plain");
-  require_aligned("add_plain", a.state, b.state);
-  require_components("add_plain", b.state, 1);
+  check_addable("add_plain", a, b, 1);
   Ciphertext out = make_ciphertext(a.state);
   backend_->add(*prepared_, arg(out), arg(a), arg(b));
   return out;
 }
 
 Ciphertext Engine::sub(const Ciphertext& a, const Ciphertext& b) const {
-  check_own(a, "sub");
-  check_own(b, "sub");
-  require_aligned("sub", a.state, b.state);
-  require_components("sub", b.state, a.state.components);
+  check_addable("sub", a, b, a.state.components);
   Ciphertext out = make_ciphertext(a.state);
   backend_->sub(*prepared_, arg(out), arg(a), arg(b));
   return out;
 }
 
 Ciphertext Engine::sub(const Ciphertext& a, const Plaintext& b) const {
-  check_own(a, "sub_plain");
-  check_own(b, "sub_plain");
-  require_aligned("sub_plain", a.state, b.state);
-  require_components("sub_plain", b.state, 1);
+  check_addable("sub_plain", a, b, 1);
   Ciphertext out = make_ciphertext(a.state);
   backend_->sub(*prepared_, arg(out), arg(a), arg(b));
   return out;
 }
 
 void Engine::add_inplace(Ciphertext& a, const Ciphertext& b) const {
-  check_own(a, "add_inplace");
-  check_own(b, "add_inplace");
-  require_aligned("add_inplace", a.state, b.state);
-  require_components("add_inplace", b.state, a.state.components);
+  check_addable("add_inplace", a, b, a.state.components);
   backend_->add(*prepared_, arg(a), arg(a), arg(b));
 }
 
 void Engine::sub_inplace(Ciphertext& a, const Ciphertext& b) const {
-  check_own(a, "sub_inplace");
-  check_own(b, "sub_inplace");
-  require_aligned("sub_inplace", a.state, b.state);
-  require_components("sub_inplace", b.state, a.state.components);
+  check_addable("sub_inplace", a, b, a.state.components);
   backend_->sub(*prepared_, arg(a), arg(a), arg(b));
 }
 
@@ -367,35 +365,24 @@ Ciphertext Engine::rescale(const Ciphertext& a) const {
   return out;
 }
 
-Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const {
-  check_own(a, "drop_to_level");
-  if (level < 0 || level > a.state.level) {
+template <class V>
+V Engine::dropped(const V& v, int level) const {
+  check_own(v, "drop_to_level");
+  if (level < 0 || level > v.state.level) {
     state_error("drop_to_level", "target level " + std::to_string(level) + " is out of range, expected 0.." +
-                                     std::to_string(a.state.level),
-                a.state);
+                                     std::to_string(v.state.level),
+                v.state);
   }
-  ValueState s = a.state;
-  s.level = level;
-  Ciphertext out = make_ciphertext(s);
-  backend_->drop_limbs(*prepared_, arg(out), arg(a));
+  V out;
+  out.state = v.state;
+  out.state.level = level;
+  out.buffer = backend_->allocate(out.state.words(*context_) * word_bytes(out.state.word_size));
+  backend_->drop_limbs(*prepared_, arg(out), arg(v));
   return out;
 }
 
-Plaintext Engine::drop_to_level(const Plaintext& p, int level) const {
-  check_own(p, "drop_to_level");
-  if (level < 0 || level > p.state.level) {
-    state_error("drop_to_level", "target level " + std::to_string(level) + " is out of range, expected 0.." +
-                                     std::to_string(p.state.level),
-                p.state);
-  }
-  ValueState s = p.state;
-  s.level = level;
-  Plaintext out;
-  out.state = s;
-  out.buffer = backend_->allocate(s.words(*context_) * word_bytes(s.word_size));
-  backend_->drop_limbs(*prepared_, arg(out), arg(p));
-  return out;
-}
+Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const { return dropped(a, level); }
+Plaintext Engine::drop_to_level(const Plaintext& p, int level) const { return dropped(p, level); }
 
 // ---- rotations ----
 
@@ -416,10 +403,7 @@ const SwitchKey& Engine::galois_key(const GaloisKeys& keys, std::uint32_t elemen
 
 std::vector<std::uint32_t> Engine::rotation_plan(long step, const GaloisKeys& keys) const {
   const long slots = static_cast<long>(context_->ring_degree() / 2);
-  if (step <= -slots || step >= slots) {
-    throw InvalidArgumentError("rotation step " + std::to_string(step) + " is out of range: expected -" +
-                               std::to_string(slots - 1) + ".." + std::to_string(slots - 1));
-  }
+  check_rotation_step("rotate", step, slots);
   const long normalized = ((step % slots) + slots) % slots;
   if (normalized == 0) return {};
   const std::uint32_t exact = context_->galois_element(step);
@@ -447,9 +431,7 @@ Ciphertext Engine::rotate_by_element(const Ciphertext& a, std::uint32_t element,
 }
 
 Ciphertext Engine::rotate(const Ciphertext& a, long step, const GaloisKeys& keys) const {
-  check_own(a, "rotate");
-  require_components("rotate", a.state, 2);
-  require_ntt("rotate", a.state);
+  check_rotatable("rotate", a);
   const auto plan = rotation_plan(step, keys);
   if (plan.empty()) return drop_to_level(a, a.state.level);
   Ciphertext current = rotate_by_element(a, plan[0], keys);
@@ -458,17 +440,13 @@ Ciphertext Engine::rotate(const Ciphertext& a, long step, const GaloisKeys& keys
 }
 
 Ciphertext Engine::conjugate(const Ciphertext& a, const GaloisKeys& keys) const {
-  check_own(a, "conjugate");
-  require_components("conjugate", a.state, 2);
-  require_ntt("conjugate", a.state);
+  check_rotatable("conjugate", a);
   return rotate_by_element(a, context_->conjugation_element(), keys);
 }
 
 std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<const long> steps,
                                                const GaloisKeys& keys) const {
-  check_own(a, "rotate_hoisted");
-  require_components("rotate_hoisted", a.state, 2);
-  require_ntt("rotate_hoisted", a.state);
+  check_rotatable("rotate_hoisted", a);
   const long slots = static_cast<long>(context_->ring_degree() / 2);
   std::vector<Ciphertext> results(steps.size());
   std::vector<PolyArg> outs;
@@ -476,11 +454,7 @@ std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<co
   std::vector<KeyArg> key_args;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const long step = steps[i];
-    if (step <= -slots || step >= slots) {
-      throw InvalidArgumentError("rotate_hoisted: rotation step " + std::to_string(step) +
-                                 " is out of range: expected -" + std::to_string(slots - 1) + ".." +
-                                 std::to_string(slots - 1));
-    }
+    check_rotation_step("rotate_hoisted", step, slots);
     if (step % slots == 0) continue;
     const std::uint32_t element = context_->galois_element(step);
     key_args.push_back(arg(galois_key(keys, element, step)));

@@ -108,6 +108,12 @@ class Engine {
   Ciphertext rotate_by_element(const Ciphertext& a, std::uint32_t element, const GaloisKeys& keys) const;
   const SwitchKey& galois_key(const GaloisKeys& keys, std::uint32_t element, long step) const;
   void check_own(const Value& v, const char* what) const;
+  // Both operands own, same level, scale and domain; b has b_components.
+  void check_addable(const char* op, const Value& a, const Value& b, int b_components) const;
+  // A two-component NTT-domain ciphertext of this context.
+  void check_rotatable(const char* op, const Ciphertext& a) const;
+  template <class V>
+  V dropped(const V& v, int level) const;
   PolyArg arg(const Value& v) const;
   KeyArg arg(const SwitchKey& k) const;
   std::vector<u64> constant_residues(double scaled_value, int level) const;
@@ -116,10 +122,5 @@ class Engine {
   std::shared_ptr<Backend> backend_;
   std::shared_ptr<BackendContext> prepared_;
 };
-
-// Encryption and decoding shortcuts over an Engine (host work + transfer).
-class Encoder;
-class Encryptor;
-class Decryptor;
 
 }  // namespace fhelium
