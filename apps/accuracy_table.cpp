@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fhelium/cpu/cpu_backend.hpp"
+#include "clear_message.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
@@ -18,13 +19,8 @@
 namespace {
 
 using namespace fhelium;
-using Message = std::vector<std::complex<double>>;
-
-double max_error(const Message& expected, const Message& actual) {
-  double e = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) e = std::max(e, std::abs(expected[i] - actual[i]));
-  return e;
-}
+using apps::Message;
+using apps::max_error;
 
 void table_for(const std::string& name, double amplitude) {
   const auto context = Context::create(preset(name));

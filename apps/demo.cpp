@@ -9,20 +9,13 @@
 
 #include "fhelium/error.hpp"
 #include "fhelium/plugins/loader.hpp"
+#include "clear_message.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
 
 namespace fhelium::apps {
 namespace {
-
-using Message = std::vector<std::complex<double>>;
-
-double max_error(const Message& expected, const Message& actual) {
-  double e = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) e = std::max(e, std::abs(expected[i] - actual[i]));
-  return e;
-}
 
 // The default backend: CUDA when its plugin loads (a GPU is present), else CPU.
 std::shared_ptr<Backend> choose_backend(const std::string& name) {
