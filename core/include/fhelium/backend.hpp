@@ -34,6 +34,37 @@ class BackendContext {
   virtual const Context& context() const = 0;
 };
 
+// An ordering queue of a backend: a CUDA stream, a worker thread on the CPU.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+};
+
+// A point in a stream's work that another stream or the host can wait for.
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// A captured schedule: the operations issued between begin_capture and
+// end_capture, replayable with the same buffers (a CUDA Graph on the GPU).
+class Recording {
+ public:
+  virtual ~Recording() = default;
+  // Enqueues one replay on the backend's stream; the host does not wait.
+  virtual void launch() = 0;
+  // Backend memory the recording holds: buffers allocated during capture
+  // and the graph itself.
+  virtual std::size_t memory_bytes() const = 0;
+  // Operations (graph nodes) recorded.
+  virtual std::size_t operation_count() const = 0;
+};
+
+struct MemoryUsage {
+  std::size_t current_bytes = 0;  // backend memory in use now
+  std::size_t peak_bytes = 0;     // the most in use since the backend was created
+};
+
 struct PolyArg {
   Buffer* buffer = nullptr;
   int components = 0;
@@ -57,6 +88,31 @@ class Backend {
   virtual void upload(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void download(const Buffer& src, void* dst, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
+
+  // Streams, events and capture. The defaults serve a synchronous backend
+  // that cannot capture: events complete at once and copy goes through host
+  // memory. `stream == nullptr` means the backend's own stream.
+  virtual std::shared_ptr<Stream> create_stream();
+  virtual std::shared_ptr<Event> create_event();
+  // Marks the current end of `stream`'s work.
+  virtual void record_event(Event& event, Stream* stream);
+  // Work issued to `stream` after this call waits for `event`; the host does not.
+  virtual void wait_event(Stream* stream, const Event& event);
+  // The host waits for `event`.
+  virtual void synchronize_event(const Event& event);
+  // Copies `bytes` from src to dst, ordered on `stream`.
+  virtual void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream);
+  virtual MemoryUsage memory_usage() const { return {}; }
+
+  // Operations issued between begin_capture and end_capture are recorded,
+  // not run. Buffers allocated meanwhile belong to the recording (reused
+  // after they are released, in issue order). upload, download, synchronize,
+  // prepare and stream/event calls are refused with StateError while
+  // capturing: they are host I/O or synchronization a replay cannot repeat.
+  virtual bool supports_capture() const { return false; }
+  virtual bool capturing() const { return false; }
+  virtual void begin_capture();
+  virtual std::unique_ptr<Recording> end_capture();
 
   // Elementwise, any domain. `b.components <= a.components`; components of
   // `a` beyond those of `b` are copied. out may alias a or b.

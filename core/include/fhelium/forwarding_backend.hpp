@@ -22,6 +22,20 @@ class ForwardingBackend : public Backend {
   void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
   void synchronize() override { inner_->synchronize(); }
 
+  std::shared_ptr<Stream> create_stream() override { return inner_->create_stream(); }
+  std::shared_ptr<Event> create_event() override { return inner_->create_event(); }
+  void record_event(Event& event, Stream* stream) override { inner_->record_event(event, stream); }
+  void wait_event(Stream* stream, const Event& event) override { inner_->wait_event(stream, event); }
+  void synchronize_event(const Event& event) override { inner_->synchronize_event(event); }
+  void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
+    inner_->copy(dst, src, bytes, stream);
+  }
+  MemoryUsage memory_usage() const override { return inner_->memory_usage(); }
+  bool supports_capture() const override { return inner_->supports_capture(); }
+  bool capturing() const override { return inner_->capturing(); }
+  void begin_capture() override { inner_->begin_capture(); }
+  std::unique_ptr<Recording> end_capture() override { return inner_->end_capture(); }
+
   void add(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     inner_->add(c, out, a, b);
   }

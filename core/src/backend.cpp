@@ -1,0 +1,31 @@
+// Defaults of the optional Backend capabilities, for synchronous backends.
+#include "fhelium/backend.hpp"
+
+#include <vector>
+
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+
+std::shared_ptr<Stream> Backend::create_stream() { return std::make_shared<Stream>(); }
+std::shared_ptr<Event> Backend::create_event() { return std::make_shared<Event>(); }
+
+void Backend::record_event(Event&, Stream*) { synchronize(); }
+void Backend::wait_event(Stream*, const Event&) {}
+void Backend::synchronize_event(const Event&) { synchronize(); }
+
+void Backend::copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream*) {
+  std::vector<unsigned char> staging(bytes);
+  download(src, staging.data(), bytes);
+  upload(dst, staging.data(), bytes);
+}
+
+void Backend::begin_capture() {
+  throw BackendError("backend '" + name() + "' cannot capture operations (supports_capture() is false)");
+}
+
+std::unique_ptr<Recording> Backend::end_capture() {
+  throw StateError("backend '" + name() + "' end_capture: no capture is in progress");
+}
+
+}  // namespace fhelium

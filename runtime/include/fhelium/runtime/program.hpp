@@ -1,0 +1,225 @@
+// A Program: a backend-neutral, typed graph of CKKS operations over named
+// inputs, plaintext constants and outputs. Built with ProgramBuilder (or
+// parsed from its text form), specialized to input states with prepare(),
+// then linked to an Engine and its materials (keys, constants) as an
+// Executable whose run() is an ordinary callable.
+//
+//   ProgramBuilder b("matvec");
+//   auto x = b.input("x");
+//   auto d0 = b.constant("d0");
+//   auto y = b.multiply_plain(b.rotate(x, 1), d0);
+//   b.output("y", b.rescale(y));
+//   Program p = b.build();
+//   PreparedProgram prepared = p.prepare(context, {{"x", x_state}});
+//   KeyRequirements keys = prepared.required_keys();
+//   Executable exe = link(prepared, engine, materials);
+//   ValueTree out = exe.run(ValueTree(ValueTree::Map{{"x", ciphertext}}));
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fhelium/context.hpp"
+#include "fhelium/engine.hpp"
+#include "fhelium/runtime/value_tree.hpp"
+#include "fhelium/value.hpp"
+
+namespace fhelium::runtime {
+
+// Every Engine operation a Program can hold.
+enum class OpKind {
+  add,            // ciphertext + ciphertext, or ciphertext + plaintext constant
+  sub,            // likewise
+  negate,
+  add_scalar,     // `scalar`
+  sub_scalar,     // `scalar`
+  multiply,       // ciphertext x ciphertext -> 3 components
+  relinearize,
+  multiply_plain,
+  multiply_scalar,   // `scalar`, `scalar_scale`
+  multiply_integer,  // `integer`
+  rescale,
+  drop_to_level,     // `level`
+  rotate,            // `step`
+  conjugate,
+  rotate_hoisted,    // `steps`: one result per step
+  to_ntt,
+  to_coefficient,
+  sum,               // any number of arguments
+  multiply_relinearize_rescale,
+};
+
+const char* to_string(OpKind op);
+// Throws InvalidArgumentError naming the unknown operation and the known ones.
+OpKind op_kind_from_string(const std::string& name);
+
+// A reference to a value inside a program under construction.
+struct ValueRef {
+  int id = -1;
+};
+
+struct Node {
+  OpKind op = OpKind::add;
+  std::vector<int> args;        // value ids (inputs, constants or earlier results)
+  std::vector<int> results;     // value ids defined by this node (several for rotate_hoisted)
+  double scalar = 0.0;
+  double scalar_scale = 0.0;
+  std::int64_t integer = 0;
+  int level = 0;
+  long step = 0;
+  std::vector<long> steps;
+};
+
+enum class ValueKind { input, constant, result };
+
+struct ValueInfo {
+  std::string name;  // unique within the program
+  ValueKind kind = ValueKind::result;
+  std::optional<double> constant_scale;  // constants: encoding scale (default: the context's scale)
+};
+
+class PreparedProgram;
+
+class Program {
+ public:
+  const std::string& name() const { return name_; }
+  const std::vector<ValueInfo>& values() const { return values_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  // Output name -> value id, in declaration order.
+  const std::vector<std::pair<std::string, int>>& outputs() const { return outputs_; }
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> constant_names() const;
+
+  // The text form (one declaration or operation per line); parse(print(p)) == p.
+  std::string print() const;
+  // Throws InvalidArgumentError with the line number and the offending token.
+  static Program parse(const std::string& text);
+
+  // Specializes to the states of the inputs: checks every operation's state
+  // transition (by running the Engine's own validation on state only) and
+  // throws the first illegal one as StateError / InvalidArgumentError whose
+  // message starts with the failing value's name and operation.
+  PreparedProgram prepare(std::shared_ptr<const Context> context,
+                          const std::map<std::string, ValueState>& input_states) const;
+  // Single-input convenience.
+  PreparedProgram prepare(std::shared_ptr<const Context> context, const ValueState& prototype) const;
+
+  bool operator==(const Program&) const;
+
+ private:
+  friend class ProgramBuilder;
+  std::string name_;
+  std::vector<ValueInfo> values_;
+  std::vector<Node> nodes_;
+  std::vector<std::pair<std::string, int>> outputs_;
+};
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(std::string name = "program");
+
+  ValueRef input(const std::string& name);
+  // A plaintext constant bound at link time (encoded at the level where it is
+  // first used, at `scale` or the context's scale).
+  ValueRef constant(const std::string& name, std::optional<double> scale = std::nullopt);
+  void output(const std::string& name, ValueRef value);
+
+  ValueRef add(ValueRef a, ValueRef b);   // b: ciphertext or constant
+  ValueRef sub(ValueRef a, ValueRef b);
+  ValueRef negate(ValueRef a);
+  ValueRef add_scalar(ValueRef a, double value);
+  ValueRef sub_scalar(ValueRef a, double value);
+  ValueRef multiply(ValueRef a, ValueRef b);
+  ValueRef relinearize(ValueRef a);
+  ValueRef multiply_plain(ValueRef a, ValueRef constant);
+  ValueRef multiply_scalar(ValueRef a, double value, double scalar_scale);
+  ValueRef multiply_integer(ValueRef a, std::int64_t value);
+  ValueRef rescale(ValueRef a);
+  ValueRef drop_to_level(ValueRef a, int level);
+  ValueRef rotate(ValueRef a, long step);
+  ValueRef conjugate(ValueRef a);
+  std::vector<ValueRef> rotate_hoisted(ValueRef a, const std::vector<long>& steps);
+  ValueRef to_ntt(ValueRef a);
+  ValueRef to_coefficient(ValueRef a);
+  ValueRef sum(const std::vector<ValueRef>& values);
+  ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
+  // Names the most recent result (results get generated names "%N" otherwise).
+  void name(ValueRef value, const std::string& name);
+
+  // Throws InvalidArgumentError when no output was declared.
+  Program build() const;
+
+ private:
+  ValueRef result_of(Node node);
+  Program program_;
+};
+
+// What a prepared program needs to run.
+struct KeyRequirements {
+  bool relinearization = false;
+  bool conjugation = false;
+  std::set<long> rotation_steps;  // as written (also the hoisted ones)
+  std::set<std::uint32_t> galois_elements(const Context& context) const;
+};
+
+// A program with the state of every value known.
+class PreparedProgram {
+ public:
+  const Program& program() const { return program_; }
+  const std::shared_ptr<const Context>& context() const { return context_; }
+  const ValueState& state(int value_id) const { return states_.at(static_cast<std::size_t>(value_id)); }
+  const ValueState& state(const std::string& name) const;
+  KeyRequirements required_keys() const { return keys_; }
+  // The state each constant must be encoded at.
+  std::map<std::string, ValueState> constant_states() const;
+  // Per value name: its state, one line each, in program order.
+  std::string describe() const;
+
+ private:
+  friend class Program;
+  Program program_;
+  std::shared_ptr<const Context> context_;
+  std::vector<ValueState> states_;
+  KeyRequirements keys_;
+};
+
+// Keys and constants bound to an Executable. A constant is an encoded
+// Plaintext (its state must equal the prepared one) or clear slot values
+// (encoded at link time at the prepared state).
+struct Materials {
+  const RelinKey* relinearization_key = nullptr;  // borrowed; must outlive the Executable
+  const GaloisKeys* galois_keys = nullptr;        // borrowed
+  std::map<std::string, std::variant<Plaintext, std::vector<std::complex<double>>>> constants;
+};
+
+class Executable {
+ public:
+  // Inputs: a map tree with one ciphertext per program input (states equal
+  // to the prepared ones, else StateError naming the input and field).
+  // Returns a map tree with one entry per output.
+  ValueTree run(const ValueTree& inputs) const;
+  ValueTree operator()(const ValueTree& inputs) const { return run(inputs); }
+  const PreparedProgram& prepared() const { return prepared_; }
+
+ private:
+  friend Executable link(const PreparedProgram&, const Engine&, const Materials&);
+  PreparedProgram prepared_;
+  const Engine* engine_ = nullptr;
+  const RelinKey* relinearization_key_ = nullptr;
+  const GaloisKeys* galois_keys_ = nullptr;
+  std::map<int, Plaintext> constants_;  // by value id
+};
+
+// Checks the keys (MissingKeyError naming every missing one) and constants
+// (InvalidArgumentError / StateError naming each), encodes clear constants.
+// The engine is borrowed and must outlive the Executable.
+Executable link(const PreparedProgram& prepared, const Engine& engine, const Materials& materials);
+
+}  // namespace fhelium::runtime
