@@ -12,6 +12,7 @@ shift 2
 steps=${*:-tests sanitize bench}
 export LD_LIBRARY_PATH=$PWD/$bundle/lib
 tests=$bundle/tests/cuda/fhelium_cuda_tests
+capture_tests=$bundle/tests/cuda/fhelium_cuda_capture_tests
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$out/nvidia-smi.txt" 2>&1
 for step in $steps; do
   case $step in
@@ -19,6 +20,9 @@ for step in $steps; do
       timeout 300 "$tests" > "$out/tests.log" 2>&1
       echo "tests rc=$?"
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/tests.log" | tail -12
+      timeout 120 "$capture_tests" > "$out/capture_tests.log" 2>&1
+      echo "capture tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/capture_tests.log" | tail -12
       ;;
     sanitize)
       # The out-of-memory test is left out: its deliberate 1 TiB request is an API error to memcheck.
@@ -31,6 +35,12 @@ for step in $steps; do
         --gtest_filter='*N12_L5_K2_at5:*N14_L7_K1_at7' > "$out/racecheck.log" 2>&1
       echo "racecheck rc=$?"
       tail -3 "$out/racecheck.log"
+      # Streams, events and graph replays.
+      for tool in memcheck racecheck; do
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$capture_tests" > "$out/capture_$tool.log" 2>&1
+        echo "capture $tool rc=$?"
+        tail -3 "$out/capture_$tool.log"
+      done
       ;;
     profile)
       # Per-kernel durations of single operations, then hardware counters of the NTT kernels.

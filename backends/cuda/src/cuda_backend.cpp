@@ -2,11 +2,19 @@
 // runtime's stream. Operations return before the work is done; download and
 // synchronize wait. One operation at a time issues its launches (the
 // workspace is shared through the stream order).
+//
+// Streams and events are CUDA streams (non-blocking) and events (no timing).
+// Capture records the runtime stream's work into a CUDA Graph (relaxed mode);
+// buffers allocated meanwhile come from the capture's arena (see
+// device_runtime.hpp). An operation that fails during a capture ends it and
+// discards the partial graph, so the backend stays usable; end_capture then
+// reports the failure.
 #include "fhelium/cuda/cuda_backend.hpp"
 
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_check.hpp"
@@ -18,9 +26,84 @@
 namespace fhelium::cuda {
 namespace {
 
+class CudaStream final : public Stream {
+ public:
+  explicit CudaStream(std::shared_ptr<DeviceRuntime> runtime) : runtime_(std::move(runtime)) {
+    runtime_->activate();
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (create_stream)");
+  }
+  ~CudaStream() override {
+    cudaSetDevice(runtime_->device());
+    cudaStreamDestroy(stream_);  // returns at once; pending work completes
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  const DeviceRuntime& runtime() const { return *runtime_; }
+
+ private:
+  std::shared_ptr<DeviceRuntime> runtime_;
+  cudaStream_t stream_ = nullptr;
+};
+
+class CudaEvent final : public Event {
+ public:
+  explicit CudaEvent(std::shared_ptr<DeviceRuntime> runtime) : runtime_(std::move(runtime)) {
+    runtime_->activate();
+    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreateWithFlags (create_event)");
+  }
+  ~CudaEvent() override {
+    cudaSetDevice(runtime_->device());
+    cudaEventDestroy(event_);
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  std::shared_ptr<DeviceRuntime> runtime_;
+  cudaEvent_t event_ = nullptr;
+};
+
+// An instantiated graph and the arena its buffers live in.
+class CudaRecording final : public Recording {
+ public:
+  CudaRecording(std::shared_ptr<DeviceRuntime> runtime, cudaGraphExec_t exec, std::shared_ptr<CaptureArena> arena,
+                std::size_t nodes)
+      : runtime_(std::move(runtime)), arena_(std::move(arena)), exec_(exec), nodes_(nodes) {}
+  ~CudaRecording() override {
+    if (exec_) {
+      cudaSetDevice(runtime_->device());
+      cudaGraphExecDestroy(exec_);  // an in-flight launch finishes first (freed on completion)
+      (void)cudaGetLastError();
+    }
+    // arena_: its memory is freed after the stream's work, once its last buffer is gone too.
+  }
+  CudaRecording(const CudaRecording&) = delete;
+  CudaRecording& operator=(const CudaRecording&) = delete;
+
+  void launch() override {
+    runtime_->refuse_during_capture("Recording::launch");
+    if (!exec_) return;  // nothing was recorded
+    std::lock_guard lock(mutex_);
+    runtime_->activate();
+    check(cudaGraphLaunch(exec_, runtime_->stream()), "cudaGraphLaunch");
+  }
+  std::size_t memory_bytes() const override { return arena_->bytes(); }
+  std::size_t operation_count() const override { return nodes_; }
+
+ private:
+  std::shared_ptr<DeviceRuntime> runtime_;  // declared first: outlives arena_
+  std::shared_ptr<CaptureArena> arena_;
+  cudaGraphExec_t exec_ = nullptr;
+  std::size_t nodes_ = 0;
+  std::mutex mutex_;  // one launch of the executable graph at a time
+};
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(CudaBackendOptions options) : runtime_(std::make_shared<DeviceRuntime>(options.device)) {}
+  ~CudaBackend() override { runtime_->abort_capture(); }  // breaks the runtime <-> arena cycle
 
   std::string name() const override { return "cuda"; }
   cudaStream_t stream() const { return runtime_->stream(); }
@@ -28,6 +111,7 @@ class CudaBackend final : public Backend {
 
   std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
     if (!context) throw BackendError("cuda prepare: null context");
+    runtime_->refuse_during_capture("prepare (building context tables)");
     std::lock_guard lock(mutex_);
     auto& slot = contexts_[context->id()];
     if (auto cached = slot.lock()) return cached;
@@ -37,146 +121,299 @@ class CudaBackend final : public Backend {
   }
 
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override {
-    return std::make_shared<DeviceBuffer>(runtime_, bytes);
+    std::shared_ptr<Buffer> buffer;
+    guarded("allocate", [&] { buffer = std::make_shared<DeviceBuffer>(runtime_, bytes); });
+    return buffer;
   }
 
   void upload(Buffer& dst, const void* src, std::size_t bytes) override {
+    runtime_->refuse_during_capture("upload");
     runtime_->upload(device_buffer(dst, bytes, "upload").data(), src, bytes);
   }
 
   void download(const Buffer& src, void* dst, std::size_t bytes) override {
+    runtime_->refuse_during_capture("download");
     runtime_->download(dst, device_buffer(src, bytes, "download").data(), bytes);
   }
 
   void synchronize() override { runtime_->synchronize(); }
 
+  // ---- streams, events, copies, memory ----
+
+  std::shared_ptr<Stream> create_stream() override {
+    runtime_->refuse_during_capture("create_stream");
+    return std::make_shared<CudaStream>(runtime_);
+  }
+
+  std::shared_ptr<Event> create_event() override {
+    runtime_->refuse_during_capture("create_event");
+    return std::make_shared<CudaEvent>(runtime_);
+  }
+
+  void record_event(Event& event, Stream* stream) override {
+    runtime_->refuse_during_capture("record_event");
+    const cudaEvent_t e = event_of(event, "record_event");
+    const cudaStream_t s = stream_of(stream, "record_event");
+    runtime_->activate();
+    check(cudaEventRecord(e, s), "cudaEventRecord (record_event)");
+  }
+
+  void wait_event(Stream* stream, const Event& event) override {
+    runtime_->refuse_during_capture("wait_event");
+    const cudaEvent_t e = event_of(event, "wait_event");
+    const cudaStream_t s = stream_of(stream, "wait_event");
+    runtime_->activate();
+    check(cudaStreamWaitEvent(s, e, 0), "cudaStreamWaitEvent (wait_event)");
+  }
+
+  void synchronize_event(const Event& event) override {
+    runtime_->refuse_during_capture("synchronize_event");
+    const cudaEvent_t e = event_of(event, "synchronize_event");
+    runtime_->activate();
+    check(cudaEventSynchronize(e), "cudaEventSynchronize (synchronize_event)");
+  }
+
+  // During a capture every copy is recorded on the backend's stream (the
+  // graph is one stream's work), as the CPU backend records it.
+  void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
+    guarded("copy", [&] {
+      void* to = device_buffer(dst, bytes, "copy (destination)").data();
+      const void* from = device_buffer(src, bytes, "copy (source)").data();
+      const cudaStream_t s = runtime_->capturing() ? runtime_->stream() : stream_of(stream, "copy");
+      if (bytes == 0) return;
+      runtime_->activate();
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (copy)");
+    });
+  }
+
+  MemoryUsage memory_usage() const override { return runtime_->memory_usage(); }
+
+  // ---- capture ----
+
+  bool supports_capture() const override { return true; }
+  bool capturing() const override { return runtime_->capturing(); }
+
+  void begin_capture() override {
+    std::lock_guard lock(mutex_);  // no operation is half issued
+    runtime_->begin_capture();
+    abandoned_.clear();
+  }
+
+  std::unique_ptr<Recording> end_capture() override {
+    std::lock_guard lock(mutex_);
+    if (!runtime_->capturing()) {
+      if (!abandoned_.empty()) {
+        throw BackendError("cuda end_capture: the capture was already ended and discarded because " +
+                           std::exchange(abandoned_, std::string()));
+      }
+      throw StateError("cuda end_capture: no capture is in progress (begin_capture first)");
+    }
+    DeviceRuntime::Captured captured = runtime_->end_capture();
+    // From here the capture is over: a failure discards the graph (the arena
+    // goes with its last buffer).
+    std::size_t nodes = 0;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t error = cudaGraphGetNodes(captured.graph, nullptr, &nodes);
+    if (error == cudaSuccess && nodes > 0) error = cudaGraphInstantiate(&exec, captured.graph, 0);
+    cudaGraphDestroy(captured.graph);
+    if (error != cudaSuccess) throw_cuda_error(error, "cudaGraphInstantiate (end_capture)");
+    return std::make_unique<CudaRecording>(runtime_, exec, std::move(captured.arena), nodes);
+  }
+
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    Op op(*this, bc, "add");
-    kernels::add(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    guarded("add", [&] {
+      Op op(*this, bc, "add");
+      kernels::add(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    });
   }
 
   void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    Op op(*this, bc, "sub");
-    kernels::sub(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    guarded("sub", [&] {
+      Op op(*this, bc, "sub");
+      kernels::sub(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    });
   }
 
   void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    Op op(*this, bc, "negate");
-    kernels::negate(op.launch, op.poly(out), op.poly(a));
+    guarded("negate", [&] {
+      Op op(*this, bc, "negate");
+      kernels::negate(op.launch, op.poly(out), op.poly(a));
+    });
   }
 
   void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
                     std::span<const std::uint64_t> residues, bool ntt_domain) override {
-    Op op(*this, bc, "add_constant");
-    op.require_residues(residues, out.limbs);
-    kernels::add_constant(op.launch, op.poly(out), op.poly(a), residues, ntt_domain);
+    guarded("add_constant", [&] {
+      Op op(*this, bc, "add_constant");
+      op.require_residues(residues, out.limbs);
+      kernels::add_constant(op.launch, op.poly(out), op.poly(a), residues, ntt_domain);
+    });
   }
 
   void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
                          std::span<const std::uint64_t> residues) override {
-    Op op(*this, bc, "multiply_constant");
-    op.require_residues(residues, out.limbs);
-    std::vector<u64> shoup_constants(static_cast<std::size_t>(out.limbs));
-    for (int i = 0; i < out.limbs; ++i) {
-      const auto index = static_cast<std::size_t>(i);
-      shoup_constants[index] = shoup(residues[index], op.context.q()[index].value);
-    }
-    kernels::multiply_constant(op.launch, op.poly(out), op.poly(a), residues, shoup_constants);
+    guarded("multiply_constant", [&] {
+      Op op(*this, bc, "multiply_constant");
+      op.require_residues(residues, out.limbs);
+      std::vector<u64> shoup_constants(static_cast<std::size_t>(out.limbs));
+      for (int i = 0; i < out.limbs; ++i) {
+        const auto index = static_cast<std::size_t>(i);
+        shoup_constants[index] = shoup(residues[index], op.context.q()[index].value);
+      }
+      kernels::multiply_constant(op.launch, op.poly(out), op.poly(a), residues, shoup_constants);
+    });
   }
 
   void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
-    Op op(*this, bc, "multiply_plain");
-    kernels::multiply_plain(op.launch, op.poly(out), op.poly(a), op.poly(p));
+    guarded("multiply_plain", [&] {
+      Op op(*this, bc, "multiply_plain");
+      kernels::multiply_plain(op.launch, op.poly(out), op.poly(a), op.poly(p));
+    });
   }
 
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    Op op(*this, bc, "multiply");
-    kernels::multiply(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    guarded("multiply", [&] {
+      Op op(*this, bc, "multiply");
+      kernels::multiply(op.launch, op.poly(out), op.poly(a), op.poly(b));
+    });
   }
 
   void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    Op op(*this, bc, "to_ntt");
-    kernels::to_ntt(op.launch, op.poly(out), op.poly(a));
+    guarded("to_ntt", [&] {
+      Op op(*this, bc, "to_ntt");
+      kernels::to_ntt(op.launch, op.poly(out), op.poly(a));
+    });
   }
 
   void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    Op op(*this, bc, "to_coefficient");
-    kernels::to_coefficient(op.launch, op.poly(out), op.poly(a));
+    guarded("to_coefficient", [&] {
+      Op op(*this, bc, "to_coefficient");
+      kernels::to_coefficient(op.launch, op.poly(out), op.poly(a));
+    });
   }
 
   void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    Op op(*this, bc, "rescale");
-    if (a.limbs != out.limbs + 1 || out.limbs < 1 || a.components > 3) {
-      throw BackendError("cuda rescale: input has " + std::to_string(a.limbs) + " limbs and output " +
-                         std::to_string(out.limbs) + ", expected one limb fewer (and at most 3 components)");
-    }
-    kernels::rescale(op.launch, op.ctx.rescale(out.limbs), op.poly(out), op.poly(a), op.ctx.rescale_temp());
+    guarded("rescale", [&] {
+      Op op(*this, bc, "rescale");
+      if (a.limbs != out.limbs + 1 || out.limbs < 1 || a.components > 3) {
+        throw BackendError("cuda rescale: input has " + std::to_string(a.limbs) + " limbs and output " +
+                           std::to_string(out.limbs) + ", expected one limb fewer (and at most 3 components)");
+      }
+      kernels::rescale(op.launch, op.ctx.rescale(out.limbs), op.poly(out), op.poly(a), op.ctx.rescale_temp());
+    });
   }
 
   void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    Op op(*this, bc, "drop_limbs");
-    kernels::copy_limbs(op.launch, op.poly(out), op.poly(a));
+    guarded("drop_limbs", [&] {
+      Op op(*this, bc, "drop_limbs");
+      kernels::copy_limbs(op.launch, op.poly(out), op.poly(a));
+    });
   }
 
   void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
-    Op op(*this, bc, "relinearize");
-    const kernels::Poly in = op.poly(a);
-    const kernels::Poly o = op.poly(out);
-    const KeySwitchView& ks = op.key_switch(a.limbs - 1);
-    const u64* k = op.key(key);
-    const std::size_t limb = op.launch.n;
-    const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
-    const u64* c2 = in.data + 2 * poly;
-    kernels::mod_up(op.launch, ks, op.ctx.work(), c2, 0);
-    kernels::inner_product(op.launch, ks, op.ctx.work(), c2, k, 0, 0);
-    kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, 0, o.data + poly, in.data + poly);
+    guarded("relinearize", [&] {
+      Op op(*this, bc, "relinearize");
+      const kernels::Poly in = op.poly(a);
+      const kernels::Poly o = op.poly(out);
+      const KeySwitchView& ks = op.key_switch(a.limbs - 1);
+      const u64* k = op.key(key);
+      const std::size_t limb = op.launch.n;
+      const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
+      const u64* c2 = in.data + 2 * poly;
+      kernels::mod_up(op.launch, ks, op.ctx.work(), c2, 0);
+      kernels::inner_product(op.launch, ks, op.ctx.work(), c2, k, 0, 0);
+      kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, 0, o.data + poly, in.data + poly);
+    });
   }
 
   void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override {
-    Op op(*this, bc, "rotate");
-    const kernels::Poly in = op.poly(a);
-    const kernels::Poly o = op.poly(out);
-    op.require_galois(galois_element);
-    const KeySwitchView& ks = op.key_switch(a.limbs - 1);
-    const u64* k = op.key(key);
-    const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
-    // g(c1) is never materialised: ModUp and the inner product read c1 through
-    // the permutation, ModDown adds c0 through it.
-    const u64* c1 = in.data + poly;
-    kernels::mod_up(op.launch, ks, op.ctx.work(), c1, galois_element);
-    kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k, 0, galois_element);
-    kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, galois_element, o.data + poly, nullptr);
+    guarded("rotate", [&] {
+      Op op(*this, bc, "rotate");
+      const kernels::Poly in = op.poly(a);
+      const kernels::Poly o = op.poly(out);
+      op.require_galois(galois_element);
+      const KeySwitchView& ks = op.key_switch(a.limbs - 1);
+      const u64* k = op.key(key);
+      const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
+      // g(c1) is never materialised: ModUp and the inner product read c1 through
+      // the permutation, ModDown adds c0 through it.
+      const u64* c1 = in.data + poly;
+      kernels::mod_up(op.launch, ks, op.ctx.work(), c1, galois_element);
+      kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k, 0, galois_element);
+      kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, galois_element, o.data + poly, nullptr);
+    });
   }
 
   void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
                       std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
-    Op op(*this, bc, "rotate_hoisted");
-    if (outs.size() != galois_elements.size() || outs.size() != keys.size()) {
-      throw BackendError("cuda rotate_hoisted: " + std::to_string(outs.size()) + " outputs, " +
-                         std::to_string(galois_elements.size()) + " Galois elements and " +
-                         std::to_string(keys.size()) + " keys, expected equal counts");
-    }
-    const kernels::Poly in = op.poly(a);
-    const KeySwitchView& ks = op.key_switch(a.limbs - 1);
-    std::vector<kernels::Poly> o;
-    std::vector<const u64*> k;
-    for (std::size_t r = 0; r < outs.size(); ++r) {
-      o.push_back(op.poly(outs[r]));
-      k.push_back(op.key(keys[r]));
-      op.require_galois(galois_elements[r]);
-    }
-    const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
-    const u64* c1 = in.data + poly;
-    kernels::mod_up(op.launch, ks, op.ctx.work(), c1, 0);
-    for (std::size_t r = 0; r < outs.size(); ++r) {
-      kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k[r], galois_elements[r], galois_elements[r]);
-      kernels::mod_down(op.launch, ks, op.ctx.work(), o[r].data, in.data, galois_elements[r], o[r].data + poly,
-                        nullptr);
-    }
+    guarded("rotate_hoisted", [&] {
+      Op op(*this, bc, "rotate_hoisted");
+      if (outs.size() != galois_elements.size() || outs.size() != keys.size()) {
+        throw BackendError("cuda rotate_hoisted: " + std::to_string(outs.size()) + " outputs, " +
+                           std::to_string(galois_elements.size()) + " Galois elements and " +
+                           std::to_string(keys.size()) + " keys, expected equal counts");
+      }
+      const kernels::Poly in = op.poly(a);
+      const KeySwitchView& ks = op.key_switch(a.limbs - 1);
+      std::vector<kernels::Poly> o;
+      std::vector<const u64*> k;
+      for (std::size_t r = 0; r < outs.size(); ++r) {
+        o.push_back(op.poly(outs[r]));
+        k.push_back(op.key(keys[r]));
+        op.require_galois(galois_elements[r]);
+      }
+      const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
+      const u64* c1 = in.data + poly;
+      kernels::mod_up(op.launch, ks, op.ctx.work(), c1, 0);
+      for (std::size_t r = 0; r < outs.size(); ++r) {
+        kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k[r], galois_elements[r], galois_elements[r]);
+        kernels::mod_down(op.launch, ks, op.ctx.work(), o[r].data, in.data, galois_elements[r], o[r].data + poly,
+                          nullptr);
+      }
+    });
   }
 
  private:
+  // Runs `issue`; when it throws during a capture, the capture is ended and
+  // its partial graph discarded, and end_capture reports why.
+  template <class F>
+  void guarded(const char* what, F&& issue) {
+    try {
+      issue();
+    } catch (const std::exception& e) {
+      if (runtime_->abort_capture()) {
+        std::lock_guard lock(mutex_);
+        abandoned_ = std::string(what) + " failed during the capture: " + e.what();
+      }
+      throw;
+    }
+  }
+
+  cudaStream_t stream_of(Stream* stream, const char* what) const {
+    if (!stream) return runtime_->stream();
+    const auto* cuda = dynamic_cast<const CudaStream*>(stream);
+    if (!cuda) {
+      throw InvalidArgumentError(std::string("cuda ") + what +
+                                 ": the stream was not created by a CUDA backend (create_stream)");
+    }
+    if (cuda->runtime().device() != runtime_->device()) {
+      throw InvalidArgumentError(std::string("cuda ") + what + ": the stream belongs to device " +
+                                 std::to_string(cuda->runtime().device()) + ", this backend to device " +
+                                 std::to_string(runtime_->device()));
+    }
+    return cuda->get();
+  }
+
+  static cudaEvent_t event_of(const Event& event, const char* what) {
+    const auto* cuda = dynamic_cast<const CudaEvent*>(&event);
+    if (!cuda) {
+      throw InvalidArgumentError(std::string("cuda ") + what +
+                                 ": the event was not created by a CUDA backend (create_event)");
+    }
+    return cuda->get();
+  }
+
   static const DeviceBuffer& device_buffer(const Buffer& buffer, std::size_t bytes, const char* what) {
     const auto* device = dynamic_cast<const DeviceBuffer*>(&buffer);
     if (!device) throw BackendError(std::string("cuda ") + what + ": the buffer does not belong to a CUDA backend");
@@ -191,7 +428,12 @@ class CudaBackend final : public Backend {
   struct Op {
     Op(CudaBackend& backend, const BackendContext& bc, const char* name)
         : lock(backend.mutex_), ctx(context_of(bc, name)), context(ctx.context()), launch(ctx.launch()), what(name) {
+      if (ctx.runtime() != backend.runtime_) {
+        throw BackendError(std::string("cuda ") + name + ": the context was prepared by another CUDA backend");
+      }
       ctx.runtime()->activate();
+      // The graph refers to the context's tables and workspace: keep them.
+      if (backend.runtime_->capturing()) backend.runtime_->retain_during_capture(ctx.shared_from_this());
     }
 
     static const CudaContext& context_of(const BackendContext& bc, const char* name) {
@@ -249,6 +491,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceRuntime> runtime_;
   std::mutex mutex_;
   std::map<std::uint64_t, std::weak_ptr<CudaContext>> contexts_;
+  std::string abandoned_;  // why the last capture was discarded (reported by end_capture)
 };
 
 }  // namespace

@@ -19,17 +19,20 @@ class DeviceAllocation {
  public:
   DeviceAllocation() = default;
   DeviceAllocation(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes)
-      : runtime_(std::move(runtime)), pointer_(runtime_->allocate(bytes)) {}
+      : runtime_(std::move(runtime)), pointer_(runtime_->allocate(bytes)), bytes_(bytes) {}
   ~DeviceAllocation() {
-    if (runtime_) runtime_->release(pointer_);
+    if (runtime_) runtime_->release(pointer_, bytes_);
   }
   DeviceAllocation(DeviceAllocation&& other) noexcept
-      : runtime_(std::move(other.runtime_)), pointer_(std::exchange(other.pointer_, nullptr)) {}
+      : runtime_(std::move(other.runtime_)),
+        pointer_(std::exchange(other.pointer_, nullptr)),
+        bytes_(std::exchange(other.bytes_, 0)) {}
   DeviceAllocation& operator=(DeviceAllocation&& other) noexcept {
     if (this != &other) {
-      if (runtime_) runtime_->release(pointer_);
+      if (runtime_) runtime_->release(pointer_, bytes_);
       runtime_ = std::move(other.runtime_);
       pointer_ = std::exchange(other.pointer_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
     }
     return *this;
   }
@@ -40,9 +43,13 @@ class DeviceAllocation {
  private:
   std::shared_ptr<DeviceRuntime> runtime_;
   void* pointer_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
-class CudaContext final : public BackendContext {
+// Everything here is allocated in the constructor (prepare): no operation
+// allocates, so operations can be captured into a graph. A capture keeps the
+// contexts its operations used alive until its recording is gone.
+class CudaContext final : public BackendContext, public std::enable_shared_from_this<CudaContext> {
  public:
   CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime);
   const Context& context() const override { return *context_; }

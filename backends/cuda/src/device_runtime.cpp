@@ -70,32 +70,61 @@ DeviceRuntime::~DeviceRuntime() {
 
 void DeviceRuntime::activate() const { check(cudaSetDevice(device_), "cudaSetDevice"); }
 
+void DeviceRuntime::throw_allocation_error(std::size_t bytes, cudaError_t error) const {
+  (void)cudaGetLastError();
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  (void)cudaMemGetInfo(&free_bytes, &total_bytes);
+  (void)cudaGetLastError();
+  throw BackendError("cuda: allocating " + std::to_string(bytes) + " bytes on device " + std::to_string(device_) +
+                     " (" + name_ + ") failed: " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error) + " (" +
+                     std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total_bytes >> 20) + " MiB)");
+}
+
 void* DeviceRuntime::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  std::lock_guard lock(capture_mutex_);  // no capture begins meanwhile
+  if (capture_arena_) {
+    throw StateError("cuda: allocating " + std::to_string(bytes) +
+                     " bytes of context tables or workspace is not allowed during capture (prepare the context "
+                     "before begin_capture)");
+  }
   activate();
   void* pointer = nullptr;
   const cudaError_t error = cudaMallocFromPoolAsync(&pointer, bytes, pool_, stream_);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    std::size_t free_bytes = 0;
-    std::size_t total_bytes = 0;
-    (void)cudaMemGetInfo(&free_bytes, &total_bytes);
-    (void)cudaGetLastError();
-    throw BackendError("cuda: allocating " + std::to_string(bytes) + " bytes on device " + std::to_string(device_) +
-                       " (" + name_ + ") failed: " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error) +
-                       " (" + std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total_bytes >> 20) +
-                       " MiB)");
-  }
+  if (error != cudaSuccess) throw_allocation_error(bytes, error);
   return pointer;
 }
 
-void DeviceRuntime::release(void* pointer) noexcept {
+void* DeviceRuntime::allocate_buffer(std::size_t bytes, std::shared_ptr<CaptureArena>& arena) {
+  if (bytes == 0) return nullptr;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (!capture_arena_) {
+      activate();
+      void* pointer = nullptr;
+      const cudaError_t error = cudaMallocFromPoolAsync(&pointer, bytes, pool_, stream_);
+      if (error != cudaSuccess) throw_allocation_error(bytes, error);
+      return pointer;
+    }
+    arena = capture_arena_;
+  }
+  return arena->allocate(bytes);
+}
+
+void DeviceRuntime::release(void* pointer, std::size_t bytes) noexcept {
   if (!pointer) return;
+  std::lock_guard lock(capture_mutex_);
+  if (capture_arena_) {  // a free node in the graph would free it again on every replay
+    capture_arena_->retire(pointer, bytes);
+    return;
+  }
   cudaSetDevice(device_);
   if (cudaFreeAsync(pointer, stream_) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void DeviceRuntime::upload(void* device_dst, const void* host_src, std::size_t bytes) {
+  refuse_during_capture("upload");
   activate();
   std::lock_guard lock(staging_mutex_);
   auto* dst = static_cast<unsigned char*>(device_dst);
@@ -113,6 +142,7 @@ void DeviceRuntime::upload(void* device_dst, const void* host_src, std::size_t b
 }
 
 void DeviceRuntime::download(void* host_dst, const void* device_src, std::size_t bytes) {
+  refuse_during_capture("download");
   activate();
   std::lock_guard lock(staging_mutex_);
   auto* dst = static_cast<unsigned char*>(host_dst);
@@ -140,20 +170,218 @@ void DeviceRuntime::download(void* host_dst, const void* device_src, std::size_t
 }
 
 void DeviceRuntime::fill(void* device_dst, int byte, std::size_t bytes) {
+  refuse_during_capture("fill");
   activate();
   check(cudaMemsetAsync(device_dst, byte, bytes, stream_), "cudaMemsetAsync");
 }
 
 void DeviceRuntime::synchronize() {
+  refuse_during_capture("synchronize");
   activate();
   check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
-DeviceBuffer::DeviceBuffer(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes)
-    : runtime_(std::move(runtime)), bytes_(bytes) {
-  pointer_ = runtime_->allocate(bytes);
+// ---- capture ----
+
+void DeviceRuntime::refuse_during_capture(const char* call) const {
+  if (capturing()) {
+    throw StateError(std::string("cuda ") + call +
+                     " is not allowed during capture (host I/O / synchronization): a replay cannot repeat it; do it "
+                     "before begin_capture or after end_capture");
+  }
 }
 
-DeviceBuffer::~DeviceBuffer() { runtime_->release(pointer_); }
+void DeviceRuntime::begin_capture() {
+  std::lock_guard lock(capture_mutex_);
+  if (capture_arena_) throw StateError("cuda begin_capture: a capture is already in progress (end_capture first)");
+  activate();
+  auto arena = std::make_shared<CaptureArena>(shared_from_this());  // empty: its destructor frees nothing
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  capture_arena_ = std::move(arena);
+  capturing_.store(true, std::memory_order_release);
+}
+
+DeviceRuntime::Captured DeviceRuntime::end_capture() {
+  Captured captured;
+  cudaError_t error = cudaSuccess;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (!capture_arena_) throw StateError("cuda end_capture: no capture is in progress (begin_capture first)");
+    cudaSetDevice(device_);
+    error = cudaStreamEndCapture(stream_, &captured.graph);
+    captured.arena = std::move(capture_arena_);
+    capturing_.store(false, std::memory_order_release);
+    free_now(deferred_blocks_, deferred_retired_);
+    deferred_blocks_.clear();
+    deferred_retired_.clear();
+  }
+  captured.arena->close();
+  if (error != cudaSuccess) {
+    if (captured.graph) cudaGraphDestroy(captured.graph);
+    throw_cuda_error(error, "cudaStreamEndCapture (an operation during the capture could not be recorded)");
+  }
+  return captured;
+}
+
+bool DeviceRuntime::abort_capture() noexcept {
+  std::shared_ptr<CaptureArena> arena;
+  cudaGraph_t graph = nullptr;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (!capture_arena_) return false;
+    cudaSetDevice(device_);
+    (void)cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    arena = std::move(capture_arena_);
+    capturing_.store(false, std::memory_order_release);
+    free_now(deferred_blocks_, deferred_retired_);
+    deferred_blocks_.clear();
+    deferred_retired_.clear();
+  }
+  arena->close();
+  return true;  // the arena goes with its last buffer
+}
+
+void DeviceRuntime::retain_during_capture(const std::shared_ptr<const void>& object) {
+  std::lock_guard lock(capture_mutex_);
+  if (capture_arena_) capture_arena_->retain(object);
+}
+
+MemoryUsage DeviceRuntime::memory_usage() const {
+  std::uint64_t used = 0;
+  std::uint64_t high = 0;
+  check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used),
+        "cudaMemPoolGetAttribute (UsedMemCurrent)");
+  check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &high), "cudaMemPoolGetAttribute (UsedMemHigh)");
+  // The two high-water marks may come from different moments: their sum bounds the peak.
+  return {static_cast<std::size_t>(used) + arena_bytes_.load(), static_cast<std::size_t>(high) + arena_peak_.load()};
+}
+
+void DeviceRuntime::count_arena_bytes(std::size_t added, std::size_t removed) noexcept {
+  if (added) {
+    const std::size_t now = arena_bytes_.fetch_add(added) + added;
+    std::size_t peak = arena_peak_.load();
+    while (now > peak && !arena_peak_.compare_exchange_weak(peak, now)) {
+    }
+  }
+  if (removed) arena_bytes_.fetch_sub(removed);
+}
+
+void DeviceRuntime::free_capture_memory(std::vector<Block> blocks, std::vector<Block> retired) noexcept {
+  std::lock_guard lock(capture_mutex_);
+  if (capture_arena_) {  // freeing would synchronize with the capturing stream: after the capture
+    try {
+      deferred_blocks_.insert(deferred_blocks_.end(), blocks.begin(), blocks.end());
+      deferred_retired_.insert(deferred_retired_.end(), retired.begin(), retired.end());
+    } catch (...) {  // out of host memory: the device memory leaks
+    }
+    return;
+  }
+  free_now(blocks, retired);
+}
+
+void DeviceRuntime::free_now(const std::vector<Block>& blocks, const std::vector<Block>& retired) noexcept {
+  if (blocks.empty() && retired.empty()) return;
+  cudaSetDevice(device_);
+  // Replays and eager work that may still use the memory finish first.
+  (void)cudaStreamSynchronize(stream_);
+  for (const Block& b : blocks) (void)cudaFree(b.first);
+  for (const Block& b : retired) (void)cudaFreeAsync(b.first, stream_);
+  (void)cudaGetLastError();
+}
+
+CaptureArena::CaptureArena(std::shared_ptr<DeviceRuntime> runtime) : runtime_(std::move(runtime)) {}
+
+CaptureArena::~CaptureArena() {
+  std::vector<Block> blocks(blocks_.begin(), blocks_.end());
+  runtime_->count_arena_bytes(0, block_bytes_);
+  if (!blocks.empty() || !retired_.empty()) runtime_->free_capture_memory(std::move(blocks), std::move(retired_));
+  // retained_ (contexts) go after the memory, with the members.
+}
+
+void* CaptureArena::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  if (open_) {
+    auto reusable = free_.lower_bound(bytes);  // the smallest released block that fits
+    if (reusable != free_.end()) {
+      void* pointer = reusable->second;
+      free_.erase(reusable);
+      return pointer;
+    }
+  }
+  runtime_->activate();
+  void* pointer = nullptr;
+  const cudaError_t error = cudaMalloc(&pointer, bytes);  // allowed in relaxed capture mode; no graph node
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw BackendError("cuda: allocating " + std::to_string(bytes) + " bytes of capture memory on device " +
+                       std::to_string(runtime_->device()) + " (" + runtime_->device_name() +
+                       ") failed: " + cudaGetErrorName(error) + ": " + cudaGetErrorString(error));
+  }
+  try {
+    blocks_.emplace(pointer, bytes);
+  } catch (...) {
+    cudaFree(pointer);
+    throw;
+  }
+  block_bytes_ += bytes;
+  runtime_->count_arena_bytes(bytes, 0);
+  return pointer;
+}
+
+void CaptureArena::release(void* pointer) noexcept {
+  if (!pointer) return;
+  std::lock_guard lock(mutex_);
+  if (!open_) return;  // after the capture a block stays with its recording
+  const auto block = blocks_.find(pointer);
+  if (block == blocks_.end()) return;
+  try {
+    free_.emplace(block->second, pointer);
+  } catch (...) {  // not reused
+  }
+}
+
+void CaptureArena::retire(void* pointer, std::size_t bytes) noexcept {
+  std::lock_guard lock(mutex_);
+  try {
+    retired_.emplace_back(pointer, bytes);
+    retired_bytes_ += bytes;
+  } catch (...) {  // out of host memory: leaks
+  }
+}
+
+void CaptureArena::retain(std::shared_ptr<const void> object) {
+  std::lock_guard lock(mutex_);
+  for (const auto& held : retained_) {
+    if (held == object) return;
+  }
+  retained_.push_back(std::move(object));
+}
+
+void CaptureArena::close() noexcept {
+  std::lock_guard lock(mutex_);
+  open_ = false;
+  free_.clear();
+}
+
+std::size_t CaptureArena::bytes() const {
+  std::lock_guard lock(mutex_);
+  return block_bytes_ + retired_bytes_;
+}
+
+DeviceBuffer::DeviceBuffer(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes)
+    : runtime_(std::move(runtime)), bytes_(bytes) {
+  pointer_ = runtime_->allocate_buffer(bytes, arena_);
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (arena_) {
+    arena_->release(pointer_);
+  } else {
+    runtime_->release(pointer_, bytes_);
+  }
+}
 
 }  // namespace fhelium::cuda

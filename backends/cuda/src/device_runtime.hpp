@@ -1,21 +1,40 @@
-// One device's stream, stream-ordered memory pool and pinned staging buffers.
-// Every buffer and context of a CUDA backend holds a shared_ptr to it, so the
-// stream and pool outlive them.
+// One device's stream, stream-ordered memory pool and pinned staging buffers,
+// and the capture state of that stream. Every buffer and context of a CUDA
+// backend holds a shared_ptr to it, so the stream and pool outlive them.
+//
+// Capture (a CUDA Graph of the stream's work): while capturing, buffers come
+// from a CaptureArena (cudaMalloc blocks, never the stream-ordered pool, so
+// the graph has no allocation nodes and stays relaunchable). A buffer
+// released during the capture returns its block to the arena for later
+// capture allocations (one stream: issue order is execution order). Pool
+// memory released during the capture is kept by the arena too (the graph may
+// read it). The arena is shared by the recording and every buffer it served;
+// its memory is freed when the last of them is gone, after the stream's work.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "fhelium/backend.hpp"
 
 namespace fhelium::cuda {
 
-class DeviceRuntime {
+class CaptureArena;
+
+// A block of device memory: pointer and size.
+using Block = std::pair<void*, std::size_t>;
+
+class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
  public:
   // Throws BackendError when the device does not exist or cannot be used.
   explicit DeviceRuntime(int device);
@@ -30,8 +49,15 @@ class DeviceRuntime {
   void activate() const;
 
   // Stream-ordered allocation from the pool (no host synchronization).
+  // Refused with StateError while capturing (context tables and workspace
+  // are allocated in prepare, before any capture).
   void* allocate(std::size_t bytes);
-  void release(void* pointer) noexcept;
+  // Memory for a buffer: from the pool, or while capturing from the capture's
+  // arena (then `arena` is set and the block goes back to it).
+  void* allocate_buffer(std::size_t bytes, std::shared_ptr<CaptureArena>& arena);
+  // Pool memory back to the pool, stream-ordered; while capturing it is kept
+  // by the capture's arena until the recording is gone.
+  void release(void* pointer, std::size_t bytes) noexcept;
 
   // Host -> device through pinned staging; returns once the host memory may
   // be reused (the copy itself may still be in flight on the stream).
@@ -42,8 +68,36 @@ class DeviceRuntime {
   void fill(void* device_dst, int byte, std::size_t bytes);
   void synchronize();
 
+  // ---- capture of the stream ----
+  bool capturing() const noexcept { return capturing_.load(std::memory_order_acquire); }
+  // Throws StateError naming `call` while capturing.
+  void refuse_during_capture(const char* call) const;
+  // cudaStreamBeginCapture (relaxed mode) with a new arena. StateError when
+  // a capture is already in progress.
+  void begin_capture();
+  struct Captured {
+    cudaGraph_t graph = nullptr;
+    std::shared_ptr<CaptureArena> arena;
+  };
+  // cudaStreamEndCapture. StateError when no capture is in progress;
+  // BackendError (after ending the capture) when the capture was invalidated.
+  Captured end_capture();
+  // Ends the capture and discards its partial graph; false when none was in progress.
+  bool abort_capture() noexcept;
+  // While capturing: `object` lives as long as the capture's arena.
+  void retain_during_capture(const std::shared_ptr<const void>& object);
+
+  // Pool in use (and its high-water mark) plus capture arenas.
+  MemoryUsage memory_usage() const;
+
+  // For arenas: their blocks' bytes, and their memory once unused.
+  void count_arena_bytes(std::size_t added, std::size_t removed) noexcept;
+  void free_capture_memory(std::vector<Block> blocks, std::vector<Block> retired) noexcept;
+
  private:
   static constexpr std::size_t staging_bytes = std::size_t{8} << 20;
+  [[noreturn]] void throw_allocation_error(std::size_t bytes, cudaError_t error) const;
+  void free_now(const std::vector<Block>& blocks, const std::vector<Block>& retired) noexcept;
 
   int device_;
   std::string name_;
@@ -52,9 +106,53 @@ class DeviceRuntime {
   std::array<void*, 2> staging_{};
   std::array<cudaEvent_t, 2> staging_done_{};
   std::mutex staging_mutex_;
+
+  // Capture state: the arena of the capture in progress, and memory of other
+  // arenas whose last user went away during it (freed when it ends).
+  mutable std::mutex capture_mutex_;
+  std::atomic<bool> capturing_{false};
+  std::shared_ptr<CaptureArena> capture_arena_;
+  std::vector<Block> deferred_blocks_;
+  std::vector<Block> deferred_retired_;
+  std::atomic<std::size_t> arena_bytes_{0};
+  std::atomic<std::size_t> arena_peak_{0};
 };
 
-// Backend memory: `bytes` bytes of device memory from the runtime's pool.
+// Device memory of one capture (see above). Thread-safe.
+class CaptureArena {
+ public:
+  explicit CaptureArena(std::shared_ptr<DeviceRuntime> runtime);
+  ~CaptureArena();
+  CaptureArena(const CaptureArena&) = delete;
+  CaptureArena& operator=(const CaptureArena&) = delete;
+
+  // A block of at least `bytes`: a released one while the capture is open, else cudaMalloc.
+  void* allocate(std::size_t bytes);
+  // A block served by allocate is no longer used by its buffer.
+  void release(void* pointer) noexcept;
+  // Pool memory released during the capture: kept until the arena is gone.
+  void retire(void* pointer, std::size_t bytes) noexcept;
+  // Keeps an object the graph refers to (a context's tables) alive with the arena.
+  void retain(std::shared_ptr<const void> object);
+  // The capture has ended: no block is reused any more.
+  void close() noexcept;
+  // Blocks and retired pool memory held.
+  std::size_t bytes() const;
+
+ private:
+  std::shared_ptr<DeviceRuntime> runtime_;
+  mutable std::mutex mutex_;
+  bool open_ = true;
+  std::unordered_map<void*, std::size_t> blocks_;
+  std::multimap<std::size_t, void*> free_;  // released blocks by size
+  std::vector<Block> retired_;
+  std::vector<std::shared_ptr<const void>> retained_;
+  std::size_t block_bytes_ = 0;
+  std::size_t retired_bytes_ = 0;
+};
+
+// Backend memory: `bytes` bytes of device memory from the runtime's pool, or
+// from the capture arena when allocated during a capture.
 class DeviceBuffer final : public Buffer {
  public:
   DeviceBuffer(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes);
@@ -65,9 +163,11 @@ class DeviceBuffer final : public Buffer {
   std::size_t size_bytes() const override { return bytes_; }
   std::uint64_t* data() const { return static_cast<std::uint64_t*>(pointer_); }
   const DeviceRuntime& runtime() const { return *runtime_; }
+  bool from_capture() const { return arena_ != nullptr; }
 
  private:
-  std::shared_ptr<DeviceRuntime> runtime_;
+  std::shared_ptr<DeviceRuntime> runtime_;  // declared first: outlives arena_
+  std::shared_ptr<CaptureArena> arena_;
   void* pointer_ = nullptr;
   std::size_t bytes_;
 };

@@ -1,6 +1,15 @@
 // The CUDA backend: every Backend operation as CUDA kernels on one
 // non-blocking stream, with device memory from a stream-ordered pool. Residues
 // are bit-identical to the CPU reference backend's (see docs/core.md).
+//
+// Streams and events are CUDA streams (non-blocking) and events; copy is a
+// device-to-device cudaMemcpyAsync. memory_usage is the pool's used memory
+// (and its high-water mark) plus capture memory. Capture records the
+// backend stream's work into a CUDA Graph (relaxed mode); buffers allocated
+// during a capture come from cudaMalloc blocks owned by the recording (reused
+// after release within the capture) and stay valid while the recording or
+// the buffer lives. An operation that fails during a capture ends the capture
+// and discards its partial graph; end_capture then reports the failure.
 #pragma once
 
 #include <memory>
