@@ -108,7 +108,7 @@ class Program {
   // message starts with the failing value's name and operation.
   PreparedProgram prepare(std::shared_ptr<const Context> context,
                           const std::map<std::string, ValueState>& input_states) const;
-  // Single-input convenience.
+  // Single-input convenience: every input takes the prototype's state.
   PreparedProgram prepare(std::shared_ptr<const Context> context, const ValueState& prototype) const;
 
   bool operator==(const Program&) const;
@@ -150,7 +150,9 @@ class ProgramBuilder {
   ValueRef to_coefficient(ValueRef a);
   ValueRef sum(const std::vector<ValueRef>& values);
   ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
-  // Names the most recent result (results get generated names "%N" otherwise).
+  // Names a result (results get generated names "%N" otherwise). Names are
+  // unique within the program and are single text tokens: printable ASCII
+  // without spaces, ',', '=' or '#'.
   void name(ValueRef value, const std::string& name);
 
   // Throws InvalidArgumentError when no output was declared.
@@ -158,7 +160,12 @@ class ProgramBuilder {
 
  private:
   ValueRef result_of(Node node);
+  std::vector<ValueRef> results_of(Node node, std::size_t count);
+  int declare(const std::string& name, ValueKind kind, std::optional<double> constant_scale);
+  void check_arg(const char* op, ValueRef value, bool constant_allowed) const;
   Program program_;
+  std::map<std::string, int> names_;  // value name -> id
+  int generated_ = 0;                 // next "%N" candidate
 };
 
 // What a prepared program needs to run.

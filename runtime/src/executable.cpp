@@ -1,0 +1,270 @@
+// link() and Executable::run(): a prepared program bound to an Engine, its
+// keys and its encoded constants, interpreted node by node.
+#include <algorithm>
+
+#include "fhelium/encoder.hpp"
+#include "fhelium/error.hpp"
+#include "fhelium/runtime/program.hpp"
+#include "program_internal.hpp"
+
+namespace fhelium::runtime {
+
+namespace detail {
+
+std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, const std::vector<Operand>& args,
+                                     const RelinKey& relinearization_key, const GaloisKeys& galois_keys) {
+  const auto ct = [&](std::size_t i) -> const Ciphertext& { return *args[i].ciphertext; };
+  switch (node.op) {
+    case OpKind::add:
+      return {args[1].plaintext ? engine.add(ct(0), *args[1].plaintext) : engine.add(ct(0), ct(1))};
+    case OpKind::sub:
+      return {args[1].plaintext ? engine.sub(ct(0), *args[1].plaintext) : engine.sub(ct(0), ct(1))};
+    case OpKind::negate:
+      return {engine.negate(ct(0))};
+    case OpKind::add_scalar:
+      return {engine.add_scalar(ct(0), node.scalar)};
+    case OpKind::sub_scalar:
+      return {engine.sub_scalar(ct(0), node.scalar)};
+    case OpKind::multiply:
+      return {engine.multiply(ct(0), ct(1))};
+    case OpKind::relinearize:
+      return {engine.relinearize(ct(0), relinearization_key)};
+    case OpKind::multiply_plain:
+      return {engine.multiply_plain(ct(0), *args[1].plaintext)};
+    case OpKind::multiply_scalar:
+      return {engine.multiply_scalar(ct(0), node.scalar, node.scalar_scale)};
+    case OpKind::multiply_integer:
+      return {engine.multiply_integer(ct(0), node.integer)};
+    case OpKind::rescale:
+      return {engine.rescale(ct(0))};
+    case OpKind::drop_to_level:
+      return {engine.drop_to_level(ct(0), node.level)};
+    case OpKind::rotate:
+      return {engine.rotate(ct(0), node.step, galois_keys)};
+    case OpKind::conjugate:
+      return {engine.conjugate(ct(0), galois_keys)};
+    case OpKind::rotate_hoisted:
+      return engine.rotate_hoisted(ct(0), node.steps, galois_keys);
+    case OpKind::to_ntt:
+      return {engine.to_ntt(ct(0))};
+    case OpKind::to_coefficient:
+      return {engine.to_coefficient(ct(0))};
+    case OpKind::sum: {
+      std::vector<Ciphertext> batch;
+      batch.reserve(args.size());
+      for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(ct(i));
+      return {engine.sum(batch)};
+    }
+    case OpKind::multiply_relinearize_rescale:
+      return {engine.multiply_relinearize_rescale(ct(0), ct(1), relinearization_key)};
+  }
+  throw InvalidArgumentError(std::string("unknown operation ") + std::to_string(static_cast<int>(node.op)));
+}
+
+}  // namespace detail
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+// Steps rotate_hoisted uses: these need their exact key (no composition).
+std::set<long> hoisted_steps(const Program& program, long slots) {
+  std::set<long> steps;
+  for (const Node& node : program.nodes()) {
+    if (node.op != OpKind::rotate_hoisted) continue;
+    for (long step : node.steps) {
+      if (step % slots != 0) steps.insert(step);
+    }
+  }
+  return steps;
+}
+
+void check_keys(const PreparedProgram& prepared, const Engine& engine, const Materials& materials) {
+  const Context& context = engine.context();
+  const KeyRequirements needed = prepared.required_keys();
+  const long slots = static_cast<long>(context.ring_degree() / 2);
+  const std::set<long> exact_only = hoisted_steps(prepared.program(), slots);
+  std::vector<std::string> missing;
+
+  if (needed.relinearization) {
+    const RelinKey* key = materials.relinearization_key;
+    if (key == nullptr || !key->buffer) {
+      missing.push_back("relinearization key");
+    } else if (key->context_id != context.id()) {
+      throw StateError("link " + prepared.program().name() + ": the relinearization key belongs to context " +
+                       std::to_string(key->context_id) + ", expected context " + std::to_string(context.id()));
+    }
+  }
+  const GaloisKeys* galois = materials.galois_keys;
+  if (galois != nullptr && galois->context_id != context.id() && !galois->keys.empty()) {
+    throw StateError("link " + prepared.program().name() + ": the Galois keys belong to context " +
+                     std::to_string(galois->context_id) + ", expected context " + std::to_string(context.id()));
+  }
+  for (long step : needed.rotation_steps) {
+    const std::uint32_t element = context.galois_element(step);
+    bool present = galois != nullptr && galois->contains(element);
+    if (!present && galois != nullptr && exact_only.count(step) == 0) {
+      try {
+        engine.rotation_plan(step, *galois);  // composed from power-of-two keys
+        present = true;
+      } catch (const MissingKeyError&) {
+      }
+    }
+    if (!present) {
+      missing.push_back("rotation step " + std::to_string(step) + " (Galois element " + std::to_string(element) +
+                        (exact_only.count(step) != 0 ? ", needed exactly by rotate_hoisted" : "") + ")");
+    }
+  }
+  if (needed.conjugation && (galois == nullptr || !galois->contains(context.conjugation_element()))) {
+    missing.push_back("conjugation key (Galois element " + std::to_string(context.conjugation_element()) + ")");
+  }
+  if (!missing.empty()) {
+    throw MissingKeyError("link " + prepared.program().name() + ": missing keys: " + join(missing, "; "));
+  }
+}
+
+}  // namespace
+
+Executable link(const PreparedProgram& prepared, const Engine& engine, const Materials& materials) {
+  const Program& program = prepared.program();
+  const std::string where = "link " + program.name() + ": ";
+  if (!prepared.context() || engine.context().id() != prepared.context()->id()) {
+    throw StateError(where + "the engine's context " + std::to_string(engine.context().id()) +
+                     " is not the context the program was prepared for");
+  }
+  check_keys(prepared, engine, materials);
+
+  // Constants: every declared one bound, no others.
+  const auto declared = program.constant_names();
+  std::vector<std::string> unbound;
+  for (const auto& name : declared) {
+    if (materials.constants.count(name) == 0) unbound.push_back(name);
+  }
+  if (!unbound.empty()) {
+    throw InvalidArgumentError(where + "unbound constants: " + join(unbound, ", "));
+  }
+  std::vector<std::string> unknown;
+  for (const auto& [name, value] : materials.constants) {
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) unknown.push_back(name);
+  }
+  if (!unknown.empty()) {
+    throw InvalidArgumentError(where + "unknown constants: " + join(unknown, ", ") + " (the program declares " +
+                               (declared.empty() ? std::string("none") : join(declared, ", ")) + ")");
+  }
+
+  Executable exe;
+  exe.prepared_ = prepared;
+  exe.engine_ = &engine;
+  exe.relinearization_key_ = materials.relinearization_key;
+  exe.galois_keys_ = materials.galois_keys;
+  std::optional<Encoder> encoder;
+  const auto& values = program.values();
+  for (std::size_t id = 0; id < values.size(); ++id) {
+    if (values[id].kind != ValueKind::constant) continue;
+    const std::string& name = values[id].name;
+    const ValueState& expected = prepared.state(static_cast<int>(id));
+    const auto& bound = materials.constants.at(name);
+    if (const auto* plaintext = std::get_if<Plaintext>(&bound)) {
+      const std::string difference = detail::state_difference(plaintext->state, expected);
+      if (!difference.empty()) throw StateError(where + "constant " + name + ": " + difference);
+      if (!plaintext->buffer) throw InvalidArgumentError(where + "constant " + name + " has no storage");
+      exe.constants_[static_cast<int>(id)] = *plaintext;
+    } else {
+      const auto& clear = std::get<std::vector<std::complex<double>>>(bound);
+      if (!encoder) encoder.emplace(prepared.context());
+      try {
+        exe.constants_[static_cast<int>(id)] =
+            engine.upload_plaintext(encoder->encode(clear, expected.level, expected.scale, expected.domain));
+      } catch (const Error&) {
+        detail::rethrow_with_prefix(where + "constant " + name + ": ");
+      }
+    }
+  }
+  return exe;
+}
+
+ValueTree Executable::run(const ValueTree& inputs) const {
+  const Program& program = prepared_.program();
+  const std::string where = "run " + program.name() + ": ";
+  if (!inputs.is_map()) {
+    throw InvalidArgumentError(where + "inputs are a " + std::string(inputs.kind()) +
+                               ", expected a map with one ciphertext per input");
+  }
+  const auto& given = inputs.map();
+  const auto& values = program.values();
+  const auto names = program.input_names();
+  for (const auto& [name, tree] : given) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      throw InvalidArgumentError(where + "'" + name + "' is not an input (inputs: " + join(names, ", ") + ")");
+    }
+  }
+
+  // Every input is checked before any work.
+  std::vector<std::optional<Ciphertext>> live(values.size());
+  for (std::size_t id = 0; id < values.size(); ++id) {
+    if (values[id].kind != ValueKind::input) continue;
+    const std::string& name = values[id].name;
+    const auto found = given.find(name);
+    if (found == given.end()) throw InvalidArgumentError(where + "missing input '" + name + "'");
+    if (!found->second.is_ciphertext()) {
+      throw InvalidArgumentError(where + "input " + name + " is a " + found->second.kind() + ", expected a ciphertext");
+    }
+    const Ciphertext& ct = found->second.ciphertext();
+    const std::string difference = detail::state_difference(ct.state, prepared_.state(static_cast<int>(id)));
+    if (!difference.empty()) throw StateError(where + "input " + name + ": " + difference);
+    live[id] = ct;
+  }
+
+  // Each value is released after its last use (outputs are kept).
+  const auto& nodes = program.nodes();
+  constexpr std::size_t kept = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> last_use(values.size(), 0);
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    for (int r : nodes[k].results) last_use[static_cast<std::size_t>(r)] = k;
+    for (int a : nodes[k].args) last_use[static_cast<std::size_t>(a)] = k;
+  }
+  for (const auto& [name, id] : program.outputs()) last_use[static_cast<std::size_t>(id)] = kept;
+
+  static const RelinKey no_relinearization_key{};
+  static const GaloisKeys no_galois_keys{};
+  const RelinKey& relinearization_key = relinearization_key_ ? *relinearization_key_ : no_relinearization_key;
+  const GaloisKeys& galois_keys = galois_keys_ ? *galois_keys_ : no_galois_keys;
+
+  std::vector<detail::Operand> operands;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const Node& node = nodes[k];
+    operands.clear();
+    for (int arg : node.args) {
+      const auto a = static_cast<std::size_t>(arg);
+      if (values[a].kind == ValueKind::constant) {
+        operands.push_back({nullptr, &constants_.at(arg)});
+      } else {
+        operands.push_back({&*live[a], nullptr});
+      }
+    }
+    std::vector<Ciphertext> results;
+    try {
+      results = detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys);
+    } catch (const Error&) {
+      detail::rethrow_with_prefix(where + detail::node_label(program, node) + ": ");
+    }
+    for (std::size_t i = 0; i < results.size(); ++i)
+      live[static_cast<std::size_t>(node.results[i])] = std::move(results[i]);
+    for (int v : node.args) {
+      if (last_use[static_cast<std::size_t>(v)] == k) live[static_cast<std::size_t>(v)].reset();
+    }
+    for (int v : node.results) {
+      if (last_use[static_cast<std::size_t>(v)] == k) live[static_cast<std::size_t>(v)].reset();  // never used
+    }
+  }
+
+  ValueTree::Map outputs;
+  for (const auto& [name, id] : program.outputs()) outputs.emplace(name, *live[static_cast<std::size_t>(id)]);
+  return ValueTree(std::move(outputs));
+}
+
+}  // namespace fhelium::runtime
