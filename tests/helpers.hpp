@@ -48,13 +48,15 @@ struct Fixture {
   Decryptor decryptor;
   std::mt19937_64 message_rng{12345};
 
-  explicit Fixture(const CkksParameters& params, std::uint8_t seed_tag = 1, int threads = 0)
+  // `backend`: the engine's backend (default: the CPU backend with `threads`).
+  explicit Fixture(const CkksParameters& params, std::uint8_t seed_tag = 1, int threads = 0,
+                   std::shared_ptr<Backend> backend = nullptr)
       : context(Context::create(params)),
         rng(test_seed(seed_tag)),
         keygen(context, rng),
         sk(keygen.secret_key()),
         pk(keygen.public_key(sk)),
-        engine(context, cpu::make_cpu_backend({threads})),
+        engine(context, backend ? std::move(backend) : cpu::make_cpu_backend({threads})),
         encoder(context),
         encryptor(context, rng),
         decryptor(context) {}

@@ -7,6 +7,7 @@
 
 #include "cpu_types.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/recording_backend.hpp"
 #include "keyswitch.hpp"
 #include "parallel.hpp"
 
@@ -37,6 +38,14 @@ class CpuBackend final : public Backend {
   }
 
   void synchronize() override {}
+
+  void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream*) override {
+    check_size(dst, bytes, "copy");
+    check_size(src, bytes, "copy");
+    std::memcpy(static_cast<CpuBuffer&>(dst).data(), static_cast<const CpuBuffer&>(src).data(), bytes);
+  }
+
+  MemoryUsage memory_usage() const override { return pool_->usage(); }
 
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     binary(bc, out, a, b, [](u64 x, u64 y, u64 q) { return add_mod(x, y, q); });
@@ -270,7 +279,8 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 std::shared_ptr<Backend> make_cpu_backend(CpuBackendOptions options) {
-  return std::make_shared<CpuBackend>(options);
+  // Streams, events and capture come from the recording decorator.
+  return std::make_shared<RecordingBackend>(std::make_shared<CpuBackend>(options));
 }
 
 }  // namespace fhelium::cpu

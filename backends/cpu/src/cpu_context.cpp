@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "cpu_types.hpp"
 
 namespace fhelium::cpu {
@@ -5,6 +7,8 @@ namespace fhelium::cpu {
 std::unique_ptr<u64[]> BufferPool::take(std::size_t words) {
   {
     std::lock_guard lock(mutex_);
+    in_use_bytes_ += words * sizeof(u64);
+    peak_bytes_ = std::max(peak_bytes_, in_use_bytes_);
     auto it = free_.find(words);
     if (it != free_.end() && !it->second.empty()) {
       auto data = std::move(it->second.back());
@@ -16,7 +20,16 @@ std::unique_ptr<u64[]> BufferPool::take(std::size_t words) {
   return std::unique_ptr<u64[]>(new u64[words]);
 }
 
+MemoryUsage BufferPool::usage() const {
+  std::lock_guard lock(mutex_);
+  return {in_use_bytes_, peak_bytes_};
+}
+
 void BufferPool::give(std::size_t words, std::unique_ptr<u64[]> data) {
+  {
+    std::lock_guard lock(mutex_);
+    in_use_bytes_ -= words * sizeof(u64);
+  }
 #if defined(__SANITIZE_ADDRESS__)
   return;  // freed at once, so AddressSanitizer sees every use after free
 #endif

@@ -17,12 +17,16 @@ class BufferPool {
  public:
   std::unique_ptr<u64[]> take(std::size_t words);
   void give(std::size_t words, std::unique_ptr<u64[]> data);
+  // Bytes handed out and not yet given back: now, and the most ever.
+  MemoryUsage usage() const;
 
  private:
   static constexpr std::size_t max_cached_bytes = std::size_t{1} << 30;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<std::unique_ptr<u64[]>>> free_;
   std::size_t cached_bytes_ = 0;
+  std::size_t in_use_bytes_ = 0;
+  std::size_t peak_bytes_ = 0;
 };
 
 class CpuBuffer final : public Buffer {

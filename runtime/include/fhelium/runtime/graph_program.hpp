@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fhelium/engine.hpp"
@@ -36,7 +37,7 @@ struct CaptureStats {
   std::size_t graph_bytes = 0;      // memory held by the recording (graph and its intermediates)
   std::size_t buffer_bytes = 0;     // stable input and output buffers
   std::size_t operations = 0;       // operations (graph nodes) recorded
-  bool native_graph = false;        // true when the backend recorded a device graph
+  std::string backend;              // the backend that recorded it ("cuda": a CUDA Graph)
 };
 
 struct ReplayOptions {

@@ -36,7 +36,7 @@ class ValueTreeSignature {
   bool operator==(const ValueTreeSignature&) const = default;
 
  private:
-  std::string structure_;  // e.g. "{w:[c,p],x:c}"
+  std::string structure_;  // e.g. "{w:[v,v],x:v}"
   std::vector<LeafSignature> leaves_;
 };
 

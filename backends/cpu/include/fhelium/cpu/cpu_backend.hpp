@@ -1,6 +1,7 @@
 // The CPU reference backend: the oracle every other backend is checked
 // against, and the embedded default. Work runs synchronously on the calling
-// thread, spread across limbs with OpenMP.
+// thread, spread across limbs with OpenMP; replays of captured schedules and
+// copies on created streams run on worker threads (RecordingBackend).
 #pragma once
 
 #include <memory>

@@ -1,0 +1,290 @@
+#include "fhelium/recording_backend.hpp"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "fhelium/error.hpp"
+
+namespace fhelium {
+namespace {
+
+class QueueStream final : public Stream {
+ public:
+  std::shared_ptr<WorkQueue> queue = std::make_shared<WorkQueue>();
+};
+
+// A ticket on a queue; an event never recorded is complete.
+class TicketEvent final : public Event {
+ public:
+  std::mutex mutex;
+  std::shared_ptr<WorkQueue> queue;
+  std::uint64_t ticket = 0;
+
+  void wait() {
+    std::shared_ptr<WorkQueue> q;
+    std::uint64_t t = 0;
+    {
+      std::lock_guard lock(mutex);
+      q = queue;
+      t = ticket;
+    }
+    if (q) q->wait(t);
+  }
+};
+
+TicketEvent& ticket_event(const Event& event) {
+  auto* ticket = dynamic_cast<const TicketEvent*>(&event);
+  if (!ticket) throw InvalidArgumentError("event was not created by this backend (create_event)");
+  return const_cast<TicketEvent&>(*ticket);
+}
+
+// Buffers allocated during a capture. A buffer released during the capture
+// is reused by later capture allocations (safe: replays run in issue order);
+// all of them live as long as the recording or a holder does.
+struct Arena {
+  std::mutex mutex;
+  bool open = true;
+  std::vector<std::shared_ptr<Buffer>> all;
+  std::multimap<std::size_t, std::shared_ptr<Buffer>> released;
+  std::size_t bytes = 0;
+};
+
+struct Lease {
+  std::shared_ptr<Arena> arena;
+  std::shared_ptr<Buffer> buffer;
+  ~Lease() {
+    std::lock_guard lock(arena->mutex);
+    if (arena->open) arena->released.emplace(buffer->size_bytes(), buffer);
+  }
+};
+
+class RecordedOps final : public Recording {
+ public:
+  RecordedOps(std::shared_ptr<WorkQueue> stream, std::shared_ptr<Arena> arena,
+              std::vector<std::function<void()>> ops)
+      : stream_(std::move(stream)), arena_(std::move(arena)),
+        ops_(std::make_shared<std::vector<std::function<void()>>>(std::move(ops))) {}
+  ~RecordedOps() override {
+    try {
+      stream_->drain();
+    } catch (...) {  // a replay's error has nowhere to go from a destructor
+    }
+  }
+
+  void launch() override {
+    stream_->submit([ops = ops_] {
+      for (const auto& op : *ops) op();
+    });
+  }
+  std::size_t memory_bytes() const override { return arena_->bytes; }
+  std::size_t operation_count() const override { return ops_->size(); }
+
+ private:
+  std::shared_ptr<WorkQueue> stream_;
+  std::shared_ptr<Arena> arena_;
+  std::shared_ptr<std::vector<std::function<void()>>> ops_;
+};
+
+std::vector<std::uint64_t> copied(std::span<const std::uint64_t> s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+struct RecordingBackend::Capture {
+  std::shared_ptr<Arena> arena = std::make_shared<Arena>();
+  std::vector<std::function<void()>> ops;
+};
+
+RecordingBackend::RecordingBackend(std::shared_ptr<Backend> inner) : ForwardingBackend(std::move(inner)) {}
+
+RecordingBackend::~RecordingBackend() {
+  try {
+    stream_->drain();
+  } catch (...) {  // nothing left to report to
+  }
+}
+
+void RecordingBackend::refuse_during_capture(const char* call) const {
+  if (capture_) {
+    throw StateError(std::string(call) + " is not allowed during capture: host I/O and synchronization "
+                     "cannot be replayed (do it before capture or after end_capture)");
+  }
+}
+
+void RecordingBackend::issue(std::function<void()> op) {
+  if (capture_) {
+    capture_->ops.push_back(std::move(op));
+    return;
+  }
+  stream_->drain();
+  op();
+}
+
+std::shared_ptr<BackendContext> RecordingBackend::prepare(std::shared_ptr<const Context> context) {
+  refuse_during_capture("prepare (building context tables)");
+  return inner().prepare(std::move(context));
+}
+
+std::shared_ptr<Buffer> RecordingBackend::allocate(std::size_t bytes) {
+  if (!capture_) return inner().allocate(bytes);
+  Arena& arena = *capture_->arena;
+  std::shared_ptr<Buffer> buffer;
+  {
+    std::lock_guard lock(arena.mutex);
+    auto reusable = arena.released.find(bytes);
+    if (reusable != arena.released.end()) {
+      buffer = std::move(reusable->second);
+      arena.released.erase(reusable);
+    }
+  }
+  if (!buffer) {
+    buffer = inner().allocate(bytes);
+    std::lock_guard lock(arena.mutex);
+    arena.all.push_back(buffer);
+    arena.bytes += bytes;
+  }
+  auto lease = std::make_shared<Lease>();  // built in place: a temporary's destructor would release it
+  lease->arena = capture_->arena;
+  lease->buffer = buffer;
+  return std::shared_ptr<Buffer>(lease, buffer.get());  // the inner buffer, released into the arena
+}
+
+void RecordingBackend::upload(Buffer& dst, const void* src, std::size_t bytes) {
+  refuse_during_capture("upload");
+  stream_->drain();
+  inner().upload(dst, src, bytes);
+}
+
+void RecordingBackend::download(const Buffer& src, void* dst, std::size_t bytes) {
+  refuse_during_capture("download");
+  stream_->drain();
+  inner().download(src, dst, bytes);
+}
+
+void RecordingBackend::synchronize() {
+  refuse_during_capture("synchronize");
+  stream_->drain();
+  inner().synchronize();
+}
+
+std::shared_ptr<Stream> RecordingBackend::create_stream() {
+  refuse_during_capture("create_stream");
+  return std::make_shared<QueueStream>();
+}
+
+std::shared_ptr<Event> RecordingBackend::create_event() {
+  refuse_during_capture("create_event");
+  return std::make_shared<TicketEvent>();
+}
+
+namespace {
+std::shared_ptr<WorkQueue> queue_of(Stream* stream, const std::shared_ptr<WorkQueue>& own) {
+  if (!stream) return own;
+  auto* queue = dynamic_cast<QueueStream*>(stream);
+  if (!queue) throw InvalidArgumentError("stream was not created by this backend (create_stream)");
+  return queue->queue;
+}
+}  // namespace
+
+void RecordingBackend::record_event(Event& event, Stream* stream) {
+  refuse_during_capture("record_event");
+  auto queue = queue_of(stream, stream_);
+  TicketEvent& ticket = ticket_event(event);
+  std::lock_guard lock(ticket.mutex);
+  ticket.queue = queue;
+  ticket.ticket = queue->last_ticket();  // eager work on the backend stream is already done
+}
+
+void RecordingBackend::wait_event(Stream* stream, const Event& event) {
+  refuse_during_capture("wait_event");
+  TicketEvent& ticket = ticket_event(event);
+  std::lock_guard lock(ticket.mutex);
+  if (!ticket.queue) return;
+  queue_of(stream, stream_)->submit([queue = ticket.queue, t = ticket.ticket] { queue->wait(t); });
+}
+
+void RecordingBackend::synchronize_event(const Event& event) {
+  refuse_during_capture("synchronize_event");
+  ticket_event(event).wait();
+}
+
+void RecordingBackend::copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) {
+  if (!stream || capture_) {
+    issue([this, &dst, &src, bytes] { inner().copy(dst, src, bytes, nullptr); });
+    return;
+  }
+  queue_of(stream, stream_)->submit([this, &dst, &src, bytes] { inner().copy(dst, src, bytes, nullptr); });
+}
+
+void RecordingBackend::begin_capture() {
+  if (capture_) throw StateError("begin_capture: a capture is already in progress on backend '" + name() + "'");
+  stream_->drain();
+  capture_ = std::make_unique<Capture>();
+}
+
+std::unique_ptr<Recording> RecordingBackend::end_capture() {
+  if (!capture_) throw StateError("end_capture: no capture is in progress on backend '" + name() + "'");
+  std::unique_ptr<Capture> capture = std::move(capture_);
+  {
+    std::lock_guard lock(capture->arena->mutex);
+    capture->arena->open = false;
+    capture->arena->released.clear();
+  }
+  return std::make_unique<RecordedOps>(stream_, capture->arena, std::move(capture->ops));
+}
+
+// Operations: arguments are copied into the recorded closure (spans become
+// vectors); buffers and contexts are referenced, as in a device graph.
+void RecordingBackend::add(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) {
+  issue([this, &c, out, a, b] { inner().add(c, out, a, b); });
+}
+void RecordingBackend::sub(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) {
+  issue([this, &c, out, a, b] { inner().sub(c, out, a, b); });
+}
+void RecordingBackend::negate(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().negate(c, out, a); });
+}
+void RecordingBackend::add_constant(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                    std::span<const std::uint64_t> residues, bool ntt_domain) {
+  issue([this, &c, out, a, r = copied(residues), ntt_domain] { inner().add_constant(c, out, a, r, ntt_domain); });
+}
+void RecordingBackend::multiply_constant(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                         std::span<const std::uint64_t> residues) {
+  issue([this, &c, out, a, r = copied(residues)] { inner().multiply_constant(c, out, a, r); });
+}
+void RecordingBackend::multiply_plain(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                      const PolyArg& p) {
+  issue([this, &c, out, a, p] { inner().multiply_plain(c, out, a, p); });
+}
+void RecordingBackend::multiply(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) {
+  issue([this, &c, out, a, b] { inner().multiply(c, out, a, b); });
+}
+void RecordingBackend::to_ntt(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().to_ntt(c, out, a); });
+}
+void RecordingBackend::to_coefficient(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().to_coefficient(c, out, a); });
+}
+void RecordingBackend::rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().rescale(c, out, a); });
+}
+void RecordingBackend::drop_limbs(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().drop_limbs(c, out, a); });
+}
+void RecordingBackend::relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                   const KeyArg& key) {
+  issue([this, &c, out, a, key] { inner().relinearize(c, out, a, key); });
+}
+void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                              std::uint32_t galois_element, const KeyArg& key) {
+  issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });
+}
+void RecordingBackend::rotate_hoisted(const BackendContext& c, std::span<const PolyArg> outs, const PolyArg& a,
+                                      std::span<const std::uint32_t> galois_elements,
+                                      std::span<const KeyArg> keys) {
+  issue([this, &c, o = std::vector<PolyArg>(outs.begin(), outs.end()), a,
+         g = std::vector<std::uint32_t>(galois_elements.begin(), galois_elements.end()),
+         k = std::vector<KeyArg>(keys.begin(), keys.end())] { inner().rotate_hoisted(c, o, a, g, k); });
+}
+
+}  // namespace fhelium
