@@ -1,5 +1,8 @@
 #include "plugin_backend.hpp"
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@ namespace {
 struct Instance {
   std::shared_ptr<PluginLibrary> library;
   FheliumBackend* handle = nullptr;
+  const FheliumStreamsExtension* streams = nullptr;  // NULL: a plugin without the ABI 1.1 extension
 
   const FheliumBackendApi& api() const { return *library->api; }
   ~Instance() {
@@ -64,6 +68,93 @@ class PluginContext final : public BackendContext {
   std::shared_ptr<const Context> context_;
   FheliumContext* handle_;
 };
+
+// A stream, event or recording of a plugin backend; destroys its handle
+// inside the plugin, which it keeps loaded (through the instance).
+class PluginStream final : public Stream {
+ public:
+  PluginStream(std::shared_ptr<Instance> instance, FheliumStream* handle)
+      : instance_(std::move(instance)), handle_(handle) {}
+  ~PluginStream() override { instance_->streams->stream_destroy(handle_); }
+  PluginStream(const PluginStream&) = delete;
+  PluginStream& operator=(const PluginStream&) = delete;
+  const Instance* instance() const { return instance_.get(); }
+  FheliumStream* handle() const { return handle_; }
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  FheliumStream* handle_;
+};
+
+class PluginEvent final : public Event {
+ public:
+  PluginEvent(std::shared_ptr<Instance> instance, FheliumEvent* handle)
+      : instance_(std::move(instance)), handle_(handle) {}
+  ~PluginEvent() override { instance_->streams->event_destroy(handle_); }
+  PluginEvent(const PluginEvent&) = delete;
+  PluginEvent& operator=(const PluginEvent&) = delete;
+  const Instance* instance() const { return instance_.get(); }
+  FheliumEvent* handle() const { return handle_; }
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  FheliumEvent* handle_;
+};
+
+FheliumAsyncArgs async_args(const Instance& instance) {
+  FheliumAsyncArgs args{};
+  args.struct_size = sizeof(args);
+  args.backend = instance.handle;
+  return args;
+}
+
+using AsyncFn = FheliumError* (*)(FheliumAsyncArgs*);
+
+void call_async(const Instance& instance, AsyncFn fn, const char* what, FheliumAsyncArgs& args) {
+  if (fn == nullptr) throw BackendError(std::string(instance.api().name) + " backend does not implement " + what);
+  instance.check(fn(&args), what);
+}
+
+class PluginRecording final : public Recording {
+ public:
+  PluginRecording(std::shared_ptr<Instance> instance, FheliumRecording* handle)
+      : instance_(std::move(instance)), handle_(handle) {}
+  ~PluginRecording() override { instance_->streams->recording_destroy(handle_); }
+  PluginRecording(const PluginRecording&) = delete;
+  PluginRecording& operator=(const PluginRecording&) = delete;
+
+  void launch() override {
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.recording = handle_;
+    call_async(*instance_, instance_->streams->recording_launch, "recording_launch", args);
+  }
+  std::size_t memory_bytes() const override { return info()[0]; }
+  std::size_t operation_count() const override { return info()[1]; }
+
+ private:
+  std::array<std::uint64_t, 2> info() const {
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.recording = handle_;
+    call_async(*instance_, instance_->streams->recording_info, "recording_info", args);
+    return {args.values[0], args.values[1]};
+  }
+
+  std::shared_ptr<Instance> instance_;
+  FheliumRecording* handle_;
+};
+
+// Wraps a handle the plugin returned, destroying it if the wrapper cannot be made.
+template <class Wrapper, class Handle>
+std::shared_ptr<Wrapper> adopt(const std::shared_ptr<Instance>& instance, Handle* handle,
+                               void (*destroy)(Handle*)) {
+  if (handle == nullptr) throw BackendError(std::string(instance->api().name) + " backend returned no handle");
+  try {
+    return std::make_shared<Wrapper>(instance, handle);
+  } catch (...) {
+    destroy(handle);
+    throw;
+  }
+}
 
 FheliumBuffer* handle_of(const Buffer* buffer) {
   const auto* b = dynamic_cast<const PluginBuffer*>(buffer);
@@ -117,6 +208,80 @@ class PluginBackend final : public Backend {
     instance_->check(instance_->api().download(&args), "download");
   }
   void synchronize() override { instance_->check(instance_->api().synchronize(instance_->handle), "synchronize"); }
+
+  // Streams, events, copies, memory usage and capture go through the STREAMS
+  // extension (ABI 1.1); a plugin without it gets the Backend defaults.
+  std::shared_ptr<Stream> create_stream() override {
+    if (streams() == nullptr) return Backend::create_stream();
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->stream_create, "stream_create", args);
+    return adopt<PluginStream>(instance_, args.stream_out, streams()->stream_destroy);
+  }
+  std::shared_ptr<Event> create_event() override {
+    if (streams() == nullptr) return Backend::create_event();
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->event_create, "event_create", args);
+    return adopt<PluginEvent>(instance_, args.event_out, streams()->event_destroy);
+  }
+  void record_event(Event& event, Stream* stream) override {
+    if (streams() == nullptr) return Backend::record_event(event, stream);
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.event = event_handle(event);
+    args.stream = stream_handle(stream);
+    call_async(*instance_, streams()->event_record, "record_event", args);
+  }
+  void wait_event(Stream* stream, const Event& event) override {
+    if (streams() == nullptr) return Backend::wait_event(stream, event);
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.stream = stream_handle(stream);
+    args.event = event_handle(event);
+    call_async(*instance_, streams()->stream_wait_event, "wait_event", args);
+  }
+  void synchronize_event(const Event& event) override {
+    if (streams() == nullptr) return Backend::synchronize_event(event);
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.event = event_handle(event);
+    call_async(*instance_, streams()->event_synchronize, "synchronize_event", args);
+  }
+  void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
+    if (streams() == nullptr) return Backend::copy(dst, src, bytes, stream);
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.dst = handle_of(&dst);
+    args.src = handle_of(&src);
+    args.bytes = bytes;
+    args.stream = stream_handle(stream);
+    call_async(*instance_, streams()->copy, "copy", args);
+  }
+  MemoryUsage memory_usage() const override {
+    if (streams() == nullptr) return Backend::memory_usage();
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->memory_usage, "memory_usage", args);
+    return {args.values[0], args.values[1]};
+  }
+  bool supports_capture() const override { return streams() != nullptr && capture_state()[0] != 0; }
+  bool capturing() const override { return streams() != nullptr && capture_state()[1] != 0; }
+  void begin_capture() override {
+    if (streams() == nullptr) {
+      throw BackendError("backend '" + name() + "' cannot capture operations: its plugin (" +
+                         instance_->library->path + ", ABI " + std::to_string(instance_->api().abi_major) + "." +
+                         std::to_string(instance_->api().abi_minor) +
+                         ") has no streams extension (ABI 1.1), so supports_capture() is false");
+    }
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->capture_begin, "begin_capture", args);
+  }
+  std::unique_ptr<Recording> end_capture() override {
+    if (streams() == nullptr) return Backend::end_capture();
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->capture_end, "end_capture", args);
+    if (args.recording_out == nullptr) throw BackendError(name() + " backend: end_capture returned no recording");
+    try {
+      return std::make_unique<PluginRecording>(instance_, args.recording_out);
+    } catch (...) {
+      streams()->recording_destroy(args.recording_out);
+      throw;
+    }
+  }
 
   void add(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     call(instance_->api().add, "add", op(c, out, a, &b));
@@ -210,6 +375,33 @@ class PluginBackend final : public Backend {
     return args;
   }
 
+  const FheliumStreamsExtension* streams() const { return instance_->streams; }
+
+  std::array<std::uint64_t, 2> capture_state() const {
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, streams()->capture_query, "capture_query", args);
+    return {args.values[0], args.values[1]};
+  }
+
+  // NULL stands for the backend's own stream; others must be this backend's.
+  FheliumStream* stream_handle(Stream* stream) const {
+    if (stream == nullptr) return nullptr;
+    const auto* s = dynamic_cast<const PluginStream*>(stream);
+    if (s == nullptr || s->instance() != instance_.get()) {
+      throw InvalidArgumentError("a stream that was not created by this " + name() +
+                                 " backend (create_stream) was passed to it");
+    }
+    return s->handle();
+  }
+  FheliumEvent* event_handle(const Event& event) const {
+    const auto* e = dynamic_cast<const PluginEvent*>(&event);
+    if (e == nullptr || e->instance() != instance_.get()) {
+      throw InvalidArgumentError("an event that was not created by this " + name() +
+                                 " backend (create_event) was passed to it");
+    }
+    return e->handle();
+  }
+
   void call(FheliumOpFn fn, const char* what, FheliumOpArgs args) const {
     if (fn == nullptr) throw BackendError(name() + " backend does not implement " + what);
     instance_->check(fn(&args), what);
@@ -217,6 +409,19 @@ class PluginBackend final : public Backend {
 
   std::shared_ptr<Instance> instance_;
 };
+
+// The STREAMS extension when the plugin's chain has one of the 1.1 size with
+// its destroy functions (the wrappers' destructors call them unchecked);
+// otherwise NULL, and the backend keeps the Backend defaults.
+const FheliumStreamsExtension* find_streams(const FheliumBackendApi& api) {
+  for (const FheliumExtension* e = api.extension_start; e != nullptr; e = e->next) {
+    if (e->struct_size < offsetof(FheliumExtension, next) + sizeof(e->next)) break;  // a broken chain
+    if (e->type != FHELIUM_EXTENSION_STREAMS || e->struct_size < sizeof(FheliumStreamsExtension)) continue;
+    const auto* streams = reinterpret_cast<const FheliumStreamsExtension*>(e);
+    if (streams->stream_destroy && streams->event_destroy && streams->recording_destroy) return streams;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -234,6 +439,7 @@ std::shared_ptr<Backend> make_plugin_backend(std::shared_ptr<PluginLibrary> libr
                       ") could not create a backend for device " + std::to_string(device) + ": " + message);
   }
   instance->handle = args.backend;
+  instance->streams = find_streams(instance->api());
   return std::make_shared<PluginBackend>(std::move(instance));
 }
 

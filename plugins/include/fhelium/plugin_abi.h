@@ -13,6 +13,11 @@
  *    and a host reading an older table checks struct_size before using a field.
  *  - Every struct begins with `struct_size` (the sender's sizeof) and is
  *    append-only; receivers check `struct_size >= offsetof(field) + sizeof`.
+ *  - New optional capabilities come as new extension types (see
+ *    FheliumExtension); a host finds the ones it knows by walking the chain.
+ *
+ * History: 1.0 the table and FHELIUM_EXTENSION_DEVICE_INFO; 1.1 adds
+ * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture).
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -31,7 +36,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 0
+#define FHELIUM_ABI_MINOR 1
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -40,6 +45,10 @@ typedef struct FheliumError FheliumError;
 typedef struct FheliumBackend FheliumBackend;       /* one backend instance */
 typedef struct FheliumContext FheliumContext;       /* tables for one CKKS context */
 typedef struct FheliumBuffer FheliumBuffer;         /* backend memory */
+/* Since ABI 1.1 (FHELIUM_EXTENSION_STREAMS): */
+typedef struct FheliumStream FheliumStream;         /* an ordering queue (a CUDA stream) */
+typedef struct FheliumEvent FheliumEvent;           /* a point in a stream's work */
+typedef struct FheliumRecording FheliumRecording;   /* a captured schedule (a CUDA Graph) */
 
 typedef enum FheliumErrorCode {
   FHELIUM_ERROR_INVALID_ARGUMENT = 1,
@@ -52,7 +61,8 @@ typedef enum FheliumErrorCode {
 
 /* Optional capabilities are extensions chained from FheliumBackendApi. */
 typedef enum FheliumExtensionType {
-  FHELIUM_EXTENSION_DEVICE_INFO = 1
+  FHELIUM_EXTENSION_DEVICE_INFO = 1,
+  FHELIUM_EXTENSION_STREAMS = 2    /* since ABI 1.1 */
 } FheliumExtensionType;
 
 typedef struct FheliumExtension {
@@ -147,6 +157,73 @@ typedef struct FheliumDeviceInfoExtension {
   FheliumExtension base;
   FheliumError* (*describe_devices)(FheliumDeviceInfoArgs* args);
 } FheliumDeviceInfoExtension;
+
+/* ABI 1.1. One argument struct serves every function of the STREAMS
+ * extension; each function documents the fields it reads and writes. The out
+ * fields are cleared (NULL / 0) by the plugin before it does anything else. */
+typedef struct FheliumAsyncArgs {
+  size_t struct_size;
+  const FheliumExtension* extension_start;
+  FheliumBackend* backend;
+  FheliumStream* stream;           /* NULL: the backend's own stream */
+  FheliumEvent* event;
+  FheliumBuffer* dst;
+  FheliumBuffer* src;
+  size_t bytes;
+  FheliumRecording* recording;
+  /* out: */
+  FheliumStream* stream_out;       /* owned by the caller (stream_destroy) */
+  FheliumEvent* event_out;         /* owned by the caller (event_destroy) */
+  FheliumRecording* recording_out; /* owned by the caller (recording_destroy) */
+  uint64_t values[2];
+} FheliumAsyncArgs;
+
+/* FHELIUM_EXTENSION_STREAMS (ABI 1.1): streams, events, device-side copies,
+ * memory usage and capture of operations into replayable recordings. Each
+ * function mirrors the fhelium::Backend virtual of the same meaning
+ * (core/include/fhelium/backend.hpp). Every function reads `backend`
+ * (recording_launch and recording_info need only `recording`).
+ *
+ * Handles are owned by the caller and released with their destroy function;
+ * a stream or event is used only with the backend that created it. A
+ * recording references the backend that captured it (and the buffers used
+ * during the capture): destroy it before that backend. While a capture is in
+ * progress, stream/event calls, upload, download, synchronize and
+ * context_create fail with FHELIUM_ERROR_STATE; the capture continues. */
+typedef struct FheliumStreamsExtension {
+  FheliumExtension base;
+  /* out: stream_out, a new stream. */
+  FheliumError* (*stream_create)(FheliumAsyncArgs* args);
+  void (*stream_destroy)(FheliumStream* stream);
+  /* out: event_out, a new event (complete until recorded). */
+  FheliumError* (*event_create)(FheliumAsyncArgs* args);
+  void (*event_destroy)(FheliumEvent* event);
+  /* event, stream: marks the current end of the stream's work. */
+  FheliumError* (*event_record)(FheliumAsyncArgs* args);
+  /* stream, event: work issued to the stream afterwards waits for the event;
+   * the host does not wait. */
+  FheliumError* (*stream_wait_event)(FheliumAsyncArgs* args);
+  /* event: the host waits for the event. */
+  FheliumError* (*event_synchronize)(FheliumAsyncArgs* args);
+  /* dst, src, bytes, stream: copies bytes from src to dst, ordered on the
+   * stream (recorded when capturing). */
+  FheliumError* (*copy)(FheliumAsyncArgs* args);
+  /* out: values[0] = bytes of backend memory in use, values[1] = peak. */
+  FheliumError* (*memory_usage)(FheliumAsyncArgs* args);
+  /* out: values[0] = 1 if the backend can capture, values[1] = 1 while capturing. */
+  FheliumError* (*capture_query)(FheliumAsyncArgs* args);
+  /* Operations and copies issued from now on are recorded, not run. Buffers
+   * created meanwhile belong to the recording. */
+  FheliumError* (*capture_begin)(FheliumAsyncArgs* args);
+  /* Ends the capture. out: recording_out, the captured schedule. */
+  FheliumError* (*capture_end)(FheliumAsyncArgs* args);
+  /* recording: enqueues one replay on the backend's stream; the host does not wait. */
+  FheliumError* (*recording_launch)(FheliumAsyncArgs* args);
+  /* recording. out: values[0] = backend memory the recording holds (bytes),
+   * values[1] = operations recorded. */
+  FheliumError* (*recording_info)(FheliumAsyncArgs* args);
+  void (*recording_destroy)(FheliumRecording* recording);
+} FheliumStreamsExtension;
 
 typedef FheliumError* (*FheliumOpFn)(FheliumOpArgs* args);
 

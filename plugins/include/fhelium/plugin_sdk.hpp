@@ -9,8 +9,16 @@
 // object; nothing C++ crosses the boundary. Optionally add
 // FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(name, version, factory, describe)
 // with `std::string describe(fhelium::Backend&)` (one line per device).
+//
+// The table always carries the STREAMS extension (ABI 1.1), implemented over
+// the Backend virtuals create_stream, create_event, record_event, wait_event,
+// synchronize_event, copy, memory_usage, supports_capture, capturing,
+// begin_capture and end_capture: a backend that overrides them gets them
+// across the boundary, one that does not gets the Backend defaults.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -36,6 +44,21 @@ struct FheliumContext {
 };
 struct FheliumBuffer {
   std::shared_ptr<fhelium::Buffer> impl;
+};
+// Streams, events and recordings keep their backend alive: queued work and
+// recorded schedules refer to it. Members are destroyed last to first, so
+// `impl` goes (draining its work) before the backend.
+struct FheliumStream {
+  std::shared_ptr<fhelium::Backend> backend;
+  std::shared_ptr<fhelium::Stream> impl;
+};
+struct FheliumEvent {
+  std::shared_ptr<fhelium::Backend> backend;
+  std::shared_ptr<fhelium::Event> impl;
+};
+struct FheliumRecording {
+  std::shared_ptr<fhelium::Backend> backend;
+  std::unique_ptr<fhelium::Recording> impl;
 };
 
 namespace fhelium::sdk {
@@ -87,6 +110,40 @@ FheliumError* run_op(FheliumOpArgs* args, Body&& body) noexcept {
     check_op(args);
     body(*args->backend->impl, *args->context->impl, *args);
   });
+}
+
+// Checks a STREAMS call's arguments, clears its out fields and runs `body`
+// through `guarded`. `needs_backend` is false for the recording functions.
+template <class Body>
+FheliumError* run_async(FheliumAsyncArgs* args, const char* what, bool needs_backend, Body&& body) noexcept {
+  if (!FHELIUM_SDK_HAS_FIELD(args, FheliumAsyncArgs, values)) {
+    return guarded([&] { throw InvalidArgumentError(std::string(what) + ": arguments missing or too small for ABI 1.1"); });
+  }
+  args->stream_out = nullptr;
+  args->event_out = nullptr;
+  args->recording_out = nullptr;
+  args->values[0] = 0;
+  args->values[1] = 0;
+  return guarded([&] {
+    if (needs_backend && (args->backend == nullptr || !args->backend->impl)) {
+      throw InvalidArgumentError(std::string(what) + ": no backend");
+    }
+    body(*args);
+  });
+}
+
+inline Stream* stream_of(const FheliumAsyncArgs& args) { return args.stream ? args.stream->impl.get() : nullptr; }
+
+inline Event& event_of(const FheliumAsyncArgs& args, const char* what) {
+  if (args.event == nullptr || !args.event->impl) throw InvalidArgumentError(std::string(what) + ": no event");
+  return *args.event->impl;
+}
+
+inline Recording& recording_of(const FheliumAsyncArgs& args, const char* what) {
+  if (args.recording == nullptr || !args.recording->impl) {
+    throw InvalidArgumentError(std::string(what) + ": no recording");
+  }
+  return *args.recording->impl;
 }
 
 template <Factory F, Describe D>
@@ -221,9 +278,92 @@ struct Api {
     });
   }
 
+  // The STREAMS extension (ABI 1.1), over the Backend virtuals.
+  static FheliumError* stream_create(FheliumAsyncArgs* args) {
+    return run_async(args, "stream_create", true, [](FheliumAsyncArgs& a) {
+      auto stream = a.backend->impl->create_stream();
+      if (!stream) throw BackendError("create_stream returned nothing");
+      a.stream_out = new FheliumStream{a.backend->impl, std::move(stream)};
+    });
+  }
+  static void stream_destroy(FheliumStream* s) { delete s; }
+  static FheliumError* event_create(FheliumAsyncArgs* args) {
+    return run_async(args, "event_create", true, [](FheliumAsyncArgs& a) {
+      auto event = a.backend->impl->create_event();
+      if (!event) throw BackendError("create_event returned nothing");
+      a.event_out = new FheliumEvent{a.backend->impl, std::move(event)};
+    });
+  }
+  static void event_destroy(FheliumEvent* e) { delete e; }
+  static FheliumError* event_record(FheliumAsyncArgs* args) {
+    return run_async(args, "event_record", true, [](FheliumAsyncArgs& a) {
+      a.backend->impl->record_event(event_of(a, "event_record"), stream_of(a));
+    });
+  }
+  static FheliumError* stream_wait_event(FheliumAsyncArgs* args) {
+    return run_async(args, "stream_wait_event", true, [](FheliumAsyncArgs& a) {
+      a.backend->impl->wait_event(stream_of(a), event_of(a, "stream_wait_event"));
+    });
+  }
+  static FheliumError* event_synchronize(FheliumAsyncArgs* args) {
+    return run_async(args, "event_synchronize", true, [](FheliumAsyncArgs& a) {
+      a.backend->impl->synchronize_event(event_of(a, "event_synchronize"));
+    });
+  }
+  static FheliumError* copy(FheliumAsyncArgs* args) {
+    return run_async(args, "copy", true, [](FheliumAsyncArgs& a) {
+      if (a.dst == nullptr || a.src == nullptr || !a.dst->impl || !a.src->impl) {
+        throw InvalidArgumentError("copy: a source and a destination buffer are required");
+      }
+      a.backend->impl->copy(*a.dst->impl, *a.src->impl, a.bytes, stream_of(a));
+    });
+  }
+  static FheliumError* memory_usage(FheliumAsyncArgs* args) {
+    return run_async(args, "memory_usage", true, [](FheliumAsyncArgs& a) {
+      const MemoryUsage m = a.backend->impl->memory_usage();
+      a.values[0] = m.current_bytes;
+      a.values[1] = m.peak_bytes;
+    });
+  }
+  static FheliumError* capture_query(FheliumAsyncArgs* args) {
+    return run_async(args, "capture_query", true, [](FheliumAsyncArgs& a) {
+      a.values[0] = a.backend->impl->supports_capture() ? 1 : 0;
+      a.values[1] = a.backend->impl->capturing() ? 1 : 0;
+    });
+  }
+  static FheliumError* capture_begin(FheliumAsyncArgs* args) {
+    return run_async(args, "capture_begin", true, [](FheliumAsyncArgs& a) { a.backend->impl->begin_capture(); });
+  }
+  static FheliumError* capture_end(FheliumAsyncArgs* args) {
+    return run_async(args, "capture_end", true, [](FheliumAsyncArgs& a) {
+      auto handle = std::make_unique<FheliumRecording>();
+      handle->backend = a.backend->impl;
+      handle->impl = a.backend->impl->end_capture();
+      if (!handle->impl) throw BackendError("end_capture returned nothing");
+      a.recording_out = handle.release();
+    });
+  }
+  static FheliumError* recording_launch(FheliumAsyncArgs* args) {
+    return run_async(args, "recording_launch", false,
+                     [](FheliumAsyncArgs& a) { recording_of(a, "recording_launch").launch(); });
+  }
+  static FheliumError* recording_info(FheliumAsyncArgs* args) {
+    return run_async(args, "recording_info", false, [](FheliumAsyncArgs& a) {
+      const Recording& r = recording_of(a, "recording_info");
+      a.values[0] = r.memory_bytes();
+      a.values[1] = r.operation_count();
+    });
+  }
+  static void recording_destroy(FheliumRecording* r) { delete r; }
+
   static const FheliumBackendApi* table(const char* name, const char* version) {
+    static const FheliumStreamsExtension streams{
+        {sizeof(FheliumStreamsExtension), FHELIUM_EXTENSION_STREAMS, nullptr},
+        &stream_create, &stream_destroy, &event_create, &event_destroy, &event_record, &stream_wait_event,
+        &event_synchronize, &copy, &memory_usage, &capture_query, &capture_begin, &capture_end,
+        &recording_launch, &recording_info, &recording_destroy};
     static const FheliumDeviceInfoExtension device_info{
-        {sizeof(FheliumDeviceInfoExtension), FHELIUM_EXTENSION_DEVICE_INFO, nullptr}, &describe_devices};
+        {sizeof(FheliumDeviceInfoExtension), FHELIUM_EXTENSION_DEVICE_INFO, &streams.base}, &describe_devices};
     static const FheliumBackendApi api{
         sizeof(FheliumBackendApi), &device_info.base, FHELIUM_ABI_MAJOR, FHELIUM_ABI_MINOR, name, version,
         &error_destroy, &error_message, &error_code, &backend_create, &backend_destroy, &context_create,

@@ -1,0 +1,274 @@
+// The STREAMS extension (ABI 1.1) across the plugin boundary: capture and
+// replay of Engine operations, refusals during capture, streams and events,
+// copies and memory usage on the cpu plugin loaded by name; and a plugin of
+// ABI 1.0 (no extension) that falls back to the Backend defaults.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fhelium/plugins/loader.hpp"
+#include "helpers.hpp"
+
+namespace fhelium::test {
+namespace {
+
+std::string plugin(const std::string& folder, const std::string& name) {
+  return std::string(FHELIUM_TEST_PLUGIN_DIR) + "/" + folder + "/libfhelium-backend-" + name + ".so";
+}
+
+template <class E, class Body>
+std::string error_of(Body body) {
+  try {
+    body();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
+
+void expect_contains(const std::string& message, std::initializer_list<std::string> fragments) {
+  for (const auto& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << message << "' lacks '" << f << "'";
+}
+
+const std::vector<long> steps{1, -2};
+
+// A few op families, with temporaries released along the way.
+std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Ciphertext& b, const RelinKey& rk,
+                                 const GaloisKeys& gk) {
+  std::vector<Ciphertext> out;
+  const Ciphertext scaled = e.rescale(e.relinearize(e.multiply(e.add(a, b), b), rk));
+  out.push_back(scaled);
+  out.push_back(e.rotate(scaled, 1, gk));
+  for (Ciphertext& r : e.rotate_hoisted(scaled, steps, gk)) out.push_back(std::move(r));
+  Ciphertext acc = e.add_scalar(a, 0.25);
+  for (int i = 0; i < 2; ++i) acc = e.sub(e.add(acc, b), a);
+  const Ciphertext coefficients = e.to_coefficient(e.multiply_scalar(acc, -1.5, std::ldexp(1.0, 20)));
+  out.push_back(coefficients);
+  out.push_back(e.to_ntt(coefficients));
+  out.push_back(e.negate(e.drop_to_level(scaled, 0)));
+  return out;
+}
+
+std::vector<HostValue> download_all(const Engine& e, const std::vector<Ciphertext>& values) {
+  std::vector<HostValue> out;
+  for (const auto& v : values) out.push_back(e.download(v));
+  return out;
+}
+
+void expect_same(const std::vector<HostValue>& expected, const std::vector<HostValue>& actual, const char* what) {
+  ASSERT_EQ(expected.size(), actual.size()) << what;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(expected[i].state, actual[i].state) << what << ", output " << i;
+    EXPECT_TRUE(expected[i].data == actual[i].data) << what << ", output " << i << ": residues differ";
+  }
+}
+
+TEST(PluginStreams, CapturedEngineOpsReplayOnCopiedInputsLikeEagerExecution) {
+  Fixture f(small_params(12, 2));
+  auto backend = load_backend("cpu");
+  ASSERT_TRUE(backend->supports_capture());
+  EXPECT_FALSE(backend->capturing());
+  Engine e(f.context, backend);
+  const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+  std::vector<HostSwitchKey> galois;
+  for (long s : steps) galois.push_back(f.keygen.galois_key(f.sk, f.context->galois_element(s)));
+  const RelinKey rk = e.upload_relinearization_key(relin);
+  const GaloisKeys gk = e.upload_galois_keys(galois);
+  const RelinKey ref_rk = f.engine.upload_relinearization_key(relin);
+  const GaloisKeys ref_gk = f.engine.upload_galois_keys(galois);
+
+  constexpr int sets = 3;
+  std::vector<HostValue> host_a, host_b;
+  for (int k = 0; k < sets; ++k) {
+    host_a.push_back(f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 2, f.scale()), f.pk));
+    host_b.push_back(f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 2, f.scale()), f.pk));
+  }
+
+  // Stable inputs; the capture records the schedule without running it.
+  const Ciphertext a = e.upload_ciphertext(host_a[0]);
+  const Ciphertext b = e.upload_ciphertext(host_b[0]);
+  backend->begin_capture();
+  EXPECT_TRUE(backend->capturing());
+  const std::vector<Ciphertext> captured = schedule(e, a, b, rk, gk);
+  std::unique_ptr<Recording> recording = backend->end_capture();
+  EXPECT_FALSE(backend->capturing());
+  ASSERT_NE(recording, nullptr);
+  EXPECT_GT(recording->operation_count(), 10u);
+  EXPECT_GT(recording->memory_bytes(), 0u);
+
+  const std::size_t bytes = a.buffer->size_bytes();
+  for (int k = 0; k < sets; ++k) {
+    SCOPED_TRACE("input set " + std::to_string(k));
+    const Ciphertext new_a = e.upload_ciphertext(host_a[k]);
+    const Ciphertext new_b = e.upload_ciphertext(host_b[k]);
+    backend->copy(*a.buffer, *new_a.buffer, bytes, nullptr);
+    backend->copy(*b.buffer, *new_b.buffer, bytes, nullptr);
+    recording->launch();
+    const std::vector<HostValue> replayed = download_all(e, captured);
+    expect_same(download_all(e, schedule(e, new_a, new_b, rk, gk)), replayed, "replay vs eager (plugin)");
+    expect_same(download_all(f.engine, schedule(f.engine, f.engine.upload_ciphertext(host_a[k]),
+                                                f.engine.upload_ciphertext(host_b[k]), ref_rk, ref_gk)),
+                replayed, "replay vs eager (in-process CPU backend)");
+  }
+  // Two replays in a row give the same outputs.
+  const std::vector<HostValue> last = download_all(e, captured);
+  recording->launch();
+  recording->launch();
+  expect_same(last, download_all(e, captured), "repeated replay");
+}
+
+TEST(PluginStreams, UploadDuringCaptureIsRefusedAndTheBackendStaysUsable) {
+  Fixture f(small_params(11, 1));
+  auto backend = load_backend("cpu");
+  Engine e(f.context, backend);
+  const HostValue host = f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 1, f.scale()), f.pk);
+  const Ciphertext a = e.upload_ciphertext(host);
+
+  EXPECT_THROW(backend->end_capture(), StateError);  // none in progress
+  backend->begin_capture();
+  const Ciphertext doubled = e.add(a, a);
+  expect_contains(error_of<StateError>([&] { e.upload_ciphertext(host); }),
+                  {"cpu backend", "upload", "not allowed during capture"});
+  expect_contains(error_of<StateError>([&] { e.download(a); }), {"download", "not allowed during capture"});
+  expect_contains(error_of<StateError>([&] { backend->synchronize(); }), {"synchronize", "not allowed during capture"});
+  EXPECT_THROW(backend->create_stream(), StateError);
+  EXPECT_THROW(backend->create_event(), StateError);
+  EXPECT_THROW(backend->begin_capture(), StateError);
+  EXPECT_TRUE(backend->capturing()) << "a refused call ends no capture";
+  const Ciphertext negated = e.negate(doubled);
+  auto recording = backend->end_capture();
+  EXPECT_FALSE(backend->capturing());
+  EXPECT_EQ(recording->operation_count(), 2u);
+  EXPECT_THROW(backend->end_capture(), StateError);
+
+  // Eager work, uploads and the replay all run afterwards.
+  const Ciphertext b = e.upload_ciphertext(host);
+  const Ciphertext ref = f.engine.upload_ciphertext(host);
+  EXPECT_EQ(e.download(e.add(b, b)).data, f.engine.download(f.engine.add(ref, ref)).data);
+  recording->launch();
+  EXPECT_EQ(e.download(negated).data, f.engine.download(f.engine.negate(f.engine.add(ref, ref))).data);
+  backend->synchronize();
+}
+
+TEST(PluginStreams, CopyOnAStreamOrderedByEvents) {
+  auto backend = load_backend("cpu");
+  constexpr std::size_t words = 4096;
+  constexpr std::size_t bytes = words * sizeof(u64);
+  std::vector<u64> host(words);
+  std::mt19937_64 gen(3);
+  for (auto& x : host) x = gen();
+  auto src = backend->allocate(bytes);
+  auto mid = backend->allocate(bytes);
+  auto dst = backend->allocate(bytes);
+  backend->upload(*src, host.data(), bytes);
+
+  auto stream = backend->create_stream();
+  auto staged = backend->create_event();
+  auto copied = backend->create_event();
+  ASSERT_NE(stream, nullptr);
+  ASSERT_NE(staged, nullptr);
+  backend->synchronize_event(*copied);  // never recorded: complete
+  backend->record_event(*staged, nullptr);
+  backend->wait_event(stream.get(), *staged);
+  backend->copy(*mid, *src, bytes, stream.get());
+  backend->record_event(*copied, stream.get());
+  backend->synchronize_event(*copied);
+  std::vector<u64> actual(words);
+  backend->download(*mid, actual.data(), bytes);
+  EXPECT_TRUE(actual == host) << "copy on a side stream";
+
+  backend->wait_event(nullptr, *copied);
+  backend->copy(*dst, *mid, bytes, nullptr);
+  std::fill(actual.begin(), actual.end(), 0);
+  backend->download(*dst, actual.data(), bytes);
+  EXPECT_TRUE(actual == host) << "copy on the backend stream";
+
+  // Streams, events and buffers of another backend are refused.
+  auto other = load_backend("cpu");
+  auto in_process = cpu::make_cpu_backend();
+  auto other_stream = other->create_stream();
+  auto other_event = other->create_event();
+  auto foreign_event = in_process->create_event();
+  auto foreign_stream = in_process->create_stream();
+  EXPECT_THROW(backend->record_event(*other_event, nullptr), InvalidArgumentError);
+  EXPECT_THROW(backend->record_event(*foreign_event, nullptr), InvalidArgumentError);
+  EXPECT_THROW(backend->wait_event(nullptr, *foreign_event), InvalidArgumentError);
+  EXPECT_THROW(backend->synchronize_event(*other_event), InvalidArgumentError);
+  EXPECT_THROW(backend->record_event(*copied, foreign_stream.get()), InvalidArgumentError);
+  EXPECT_THROW(backend->copy(*dst, *src, bytes, other_stream.get()), InvalidArgumentError);
+  auto foreign_buffer = in_process->allocate(bytes);
+  EXPECT_THROW(backend->copy(*dst, *foreign_buffer, bytes, nullptr), InvalidArgumentError);
+  EXPECT_THROW(backend->copy(*foreign_buffer, *src, bytes, stream.get()), InvalidArgumentError);
+}
+
+TEST(PluginStreams, MemoryUsageGrowsWithAllocations) {
+  auto backend = load_backend("cpu");
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  const MemoryUsage m0 = backend->memory_usage();
+  auto big = backend->allocate(8 * mib);
+  const MemoryUsage m1 = backend->memory_usage();
+  EXPECT_GE(m1.current_bytes, m0.current_bytes + 8 * mib);
+  EXPECT_GE(m1.peak_bytes, m1.current_bytes);
+  big.reset();
+  const MemoryUsage m2 = backend->memory_usage();
+  EXPECT_LT(m2.current_bytes, m1.current_bytes);
+  EXPECT_GE(m2.peak_bytes, m1.peak_bytes);
+}
+
+TEST(PluginStreams, RecordingKeepsTheLibraryLoaded) {
+  const auto path = plugin("future", "future");
+  std::unique_ptr<Recording> recording;
+  {
+    auto backend = load_backend(path);
+    ASSERT_TRUE(backend->supports_capture());
+    backend->begin_capture();
+    recording = backend->end_capture();
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(handle, nullptr);
+  if (handle) dlclose(handle);
+  EXPECT_EQ(recording->operation_count(), 0u);
+  recording->launch();
+  recording.reset();  // recording_destroy runs inside the still-loaded plugin
+  handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_EQ(handle, nullptr);
+  if (handle) dlclose(handle);
+}
+
+TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
+  const auto path = plugin("abi10", "abi10");
+  Fixture f(small_params(11, 1));
+  auto backend = load_backend(path);
+  EXPECT_EQ(backend->name(), "abi10");
+  EXPECT_FALSE(backend->supports_capture());
+  EXPECT_FALSE(backend->capturing());
+  expect_contains(error_of<BackendError>([&] { backend->begin_capture(); }),
+                  {"abi10", "cannot capture", "ABI 1.0", "supports_capture() is false"});
+  EXPECT_FALSE(backend->capturing());
+  EXPECT_THROW(backend->end_capture(), StateError);
+  EXPECT_EQ(backend->memory_usage().current_bytes, 0u);
+
+  // Streams, events and copy still work through the defaults (synchronous,
+  // through host memory), and so do the operations.
+  Engine e(f.context, backend);
+  const HostValue host = f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 1, f.scale()), f.pk);
+  const Ciphertext a = e.upload_ciphertext(host);
+  const Ciphertext b =
+      e.upload_ciphertext(f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 1, f.scale()), f.pk));
+  auto stream = backend->create_stream();
+  auto event = backend->create_event();
+  backend->copy(*b.buffer, *a.buffer, a.buffer->size_bytes(), stream.get());
+  backend->record_event(*event, stream.get());
+  backend->synchronize_event(*event);
+  const Ciphertext ref = f.engine.upload_ciphertext(host);
+  EXPECT_EQ(e.download(e.add(a, b)).data, f.engine.download(f.engine.add(ref, ref)).data);
+}
+
+}  // namespace
+}  // namespace fhelium::test
