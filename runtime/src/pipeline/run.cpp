@@ -1,0 +1,594 @@
+// Running a compiled pipeline: keys, encryption, the calculation (eager,
+// program or graph), decryption, errors against the clear calculation.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fhelium/encoder.hpp"
+#include "fhelium/encryptor.hpp"
+#include "fhelium/engine.hpp"
+#include "fhelium/error.hpp"
+#include "fhelium/keys.hpp"
+#include "fhelium/random.hpp"
+#include "fhelium/runtime/graph_program.hpp"
+#include "fhelium/runtime/program.hpp"
+#include "fhelium/security.hpp"
+#include "pipeline_internal.hpp"
+
+namespace fhelium::runtime {
+namespace {
+
+using namespace pipeline_detail;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+
+ErrorStats error_stats(const Slots& expected, const Slots& actual, const std::vector<std::size_t>& slots) {
+  ErrorStats e;
+  double sum = 0, sum_squares = 0;
+  for (std::size_t j : slots) {
+    const double d = std::abs(expected[j] - actual[j]);
+    e.max = std::max(e.max, d);
+    e.max_expected = std::max(e.max_expected, std::abs(expected[j]));
+    sum += d;
+    sum_squares += d * d;
+  }
+  e.count = slots.size();
+  if (e.count) {
+    e.mean = sum / static_cast<double>(e.count);
+    e.rms = std::sqrt(sum_squares / static_cast<double>(e.count));
+  }
+  e.bits = e.max > 0 ? std::min(53.0, -std::log2(e.max)) : 53.0;
+  return e;
+}
+
+std::vector<std::size_t> slot_indices(std::size_t count, std::size_t stride) {
+  std::vector<std::size_t> out(count);
+  for (std::size_t k = 0; k < count; ++k) out[k] = k * stride;
+  return out;
+}
+
+Seed seed_from(std::uint64_t value) {
+  Seed seed{};
+  for (std::size_t i = 0; i < 8; ++i) seed[i] = static_cast<std::uint8_t>(value >> (8 * i));
+  seed[8] = 0x46;  // 'F': not an all-zero key for seed 0
+  return seed;
+}
+
+// Everything a run holds on the host and the backend.
+class Runner {
+ public:
+  Runner(const PipelineSpec& spec, const RunOptions& options, Compiled compiled)
+      : spec_(spec), options_(options), c_(std::move(compiled)), context_(c_.plan.context) {}
+
+  PipelineReport run() {
+    const auto started = Clock::now();
+    fill_plan_report();
+    // Program and graph modes: the Program is built and prepared (its own
+    // state checks) before the backend is created or anything encrypted.
+    if (spec_.execution.mode != ExecutionMode::eager) build_program();
+    if (!options_.backend_factory) throw InvalidArgumentError("run_pipeline: RunOptions.backend_factory is not set");
+    std::shared_ptr<Backend> backend = options_.backend_factory(spec_.backend);
+    if (!backend) throw InvalidArgumentError("run_pipeline: the backend factory returned no backend");
+    if (spec_.execution.mode == ExecutionMode::graph && !backend->supports_capture()) {
+      throw PipelineError(spec_.execution.mark, "execution.mode",
+                          "mode graph needs a backend that can capture and replay, and backend '" + backend->name() +
+                              "' cannot (supports_capture() is false): use mode program or another backend");
+    }
+    engine_ = std::make_unique<Engine>(context_, backend);
+    report_.backend = backend->name();
+    rng_ = spec_.execution.seed ? std::make_unique<Csprng>(seed_from(*spec_.execution.seed)) : std::make_unique<Csprng>();
+    make_keys();
+    encoder_ = std::make_unique<Encoder>(context_);
+    encryptor_ = std::make_unique<Encryptor>(context_, *rng_);
+    decryptor_ = std::make_unique<Decryptor>(context_);
+
+    switch (spec_.execution.mode) {
+      case ExecutionMode::eager: run_eager(); break;
+      case ExecutionMode::program: run_program(); break;
+      case ExecutionMode::graph: run_graph(); break;
+    }
+    engine_->backend().synchronize();
+    report_.backend_peak_bytes = engine_->backend().memory_usage().peak_bytes;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    report_.process_peak_bytes = static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+    finish_outputs();
+    report_.wall_seconds = ms_since(started) / 1000.0;
+    return std::move(report_);
+  }
+
+ private:
+  void progress(const std::string& phase, std::size_t done, std::size_t total, const std::string& detail = "") {
+    if (options_.progress) options_.progress({phase, done, total, detail});
+  }
+
+  void fill_plan_report() {
+    const PipelinePlan& plan = c_.plan;
+    report_.name = spec_.name;
+    report_.file = spec_.file;
+    report_.device = spec_.backend.device;
+    report_.preset = spec_.params.preset;
+    report_.parameters = context_->params();
+    report_.log_qp = context_->log_qp();
+    report_.security_budget = max_log_qp(context_->params().secret, context_->params().security_bits, context_->ring_degree());
+    report_.mode = spec_.execution.mode;
+    report_.repetitions = spec_.execution.repetitions;
+    report_.warmup = spec_.execution.warmup;
+    report_.depth = plan.depth;
+    report_.operations = plan.operations;
+    report_.relinearization_key = plan.relinearization_key;
+    report_.conjugation_key = plan.conjugation_key;
+    report_.rotation_steps = plan.rotation_steps;
+    for (const PlannedStep& p : plan.steps) report_.steps.push_back({p, std::nullopt, std::nullopt});
+  }
+
+  // ---- keys and inputs ----
+
+  void make_keys() {
+    const auto start = Clock::now();
+    KeyGenerator keygen(context_, *rng_);
+    sk_ = std::make_unique<SecretKey>(keygen.secret_key());
+    pk_ = keygen.public_key(*sk_);
+    std::set<std::uint32_t> elements;
+    for (long step : c_.plan.rotation_steps) elements.insert(context_->galois_element(step));
+    if (c_.plan.conjugation_key) elements.insert(context_->conjugation_element());
+    const std::size_t total = elements.size() + (c_.plan.relinearization_key ? 1 : 0);
+    std::size_t done = 0;
+    if (c_.plan.relinearization_key) {
+      const HostSwitchKey key = keygen.relinearization_key(*sk_);
+      report_.key_bytes += key.data.size() * sizeof(u64);
+      rk_ = engine_->upload_relinearization_key(key);
+      progress("keys", ++done, total, "relinearization");
+    }
+    std::vector<HostSwitchKey> galois;
+    for (std::uint32_t e : elements) {
+      galois.push_back(keygen.galois_key(*sk_, e));
+      report_.key_bytes += galois.back().data.size() * sizeof(u64);
+      progress("keys", ++done, total, "galois element " + std::to_string(e));
+    }
+    gk_ = engine_->upload_galois_keys(galois);
+    engine_->backend().synchronize();
+    report_.keygen_ms = ms_since(start);
+  }
+
+  // Fresh encryptions of every encrypted input, by IR value id.
+  std::map<int, Ciphertext> encrypt_inputs() {
+    std::map<int, Ciphertext> out;
+    for (std::size_t id = 0; id < c_.values.size(); ++id) {
+      const IrValue& v = c_.values[id];
+      if (v.kind != ValueKind::input) continue;
+      const HostValue pt = encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], v.state.level, v.state.scale);
+      out[static_cast<int>(id)] = engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_));
+    }
+    engine_->backend().synchronize();
+    return out;
+  }
+
+  Slots decrypt(const HostValue& value) const { return encoder_->decode(decryptor_->decrypt(value, *sk_)); }
+
+  // ---- eager: each step through the Engine, timed ----
+
+  void run_eager() {
+    // Plaintext constants, encoded once.
+    std::map<int, Plaintext> constants;
+    const auto setup = Clock::now();
+    for (std::size_t id = 0; id < c_.values.size(); ++id) {
+      const IrValue& v = c_.values[id];
+      if (v.kind != ValueKind::constant) continue;
+      constants[static_cast<int>(id)] = engine_->upload_plaintext(encoder_->encode(v.constant, v.state.level, v.state.scale));
+    }
+    report_.setup_ms = ms_since(setup);
+    // Release intermediates after their last use.
+    std::vector<int> last_use(c_.values.size(), -1);
+    for (std::size_t i = 0; i < c_.ops.size(); ++i) {
+      for (int a : c_.ops[i].args) last_use[static_cast<std::size_t>(a)] = static_cast<int>(i);
+    }
+    const int reps = spec_.execution.repetitions;
+    const int total = reps + spec_.execution.warmup;
+    const std::size_t steps = spec_.steps.size();
+    std::vector<std::vector<double>> step_ms(steps);
+    std::vector<double> encrypt_ms;
+    for (int rep = 0; rep < total; ++rep) {
+      const bool timed = rep >= spec_.execution.warmup;
+      const auto enc = Clock::now();
+      std::map<int, Ciphertext> inputs = encrypt_inputs();
+      encrypt_ms.push_back(ms_since(enc));
+      std::vector<Ciphertext> values(c_.values.size());
+      for (auto& [id, ct] : inputs) values[static_cast<std::size_t>(id)] = ct;
+      const auto run_start = Clock::now();
+      for (std::size_t s = 0; s < steps; ++s) {
+        const auto step_start = Clock::now();
+        for (std::size_t i = c_.step_ops[s].first; i < c_.step_ops[s].second; ++i) {
+          execute(c_.ops[i], values, constants);
+          for (int a : c_.ops[i].args) {
+            const auto ai = static_cast<std::size_t>(a);
+            if (last_use[ai] == static_cast<int>(i) && !c_.values[ai].named && c_.values[ai].kind == ValueKind::result) {
+              values[ai] = Ciphertext{};
+            }
+          }
+        }
+        engine_->backend().synchronize();
+        if (timed) step_ms[s].push_back(ms_since(step_start));
+        progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep) * steps + s + 1,
+                 static_cast<std::size_t>(total) * steps, spec_.steps[s].name);
+      }
+      if (!timed) continue;
+      report_.total_ms.push_back(ms_since(run_start));
+      const bool last = rep + 1 == total;
+      collect_outputs([&](int ir) { return engine_->download(values[static_cast<std::size_t>(ir)]); });
+      if (last && spec_.report.step_errors) {
+        for (std::size_t s = 0; s < steps; ++s) {
+          Slots expected, actual;
+          std::vector<std::size_t> slots;
+          for (const std::string& name : c_.step_results[s]) {
+            const NamedValue& nv = c_.named.at(name);
+            const Slots got = decrypt(engine_->download(values[static_cast<std::size_t>(nv.ir)]));
+            for (std::size_t j = 0; j < std::max<std::size_t>(nv.length, 1); ++j) {
+              slots.push_back(expected.size());
+              expected.push_back(nv.clear[j]);
+              actual.push_back(got[j]);
+            }
+          }
+          report_.steps[s].error = error_stats(expected, actual, slots);
+        }
+      }
+    }
+    for (std::size_t s = 0; s < steps; ++s) report_.steps[s].median_ms = median(step_ms[s]);
+    report_.encrypt_ms = median(encrypt_ms);
+  }
+
+  void execute(const IrOp& op, std::vector<Ciphertext>& v, const std::map<int, Plaintext>& constants) {
+    const Engine& e = *engine_;
+    const auto ct = [&](std::size_t k) -> const Ciphertext& { return v[static_cast<std::size_t>(op.args[k])]; };
+    const auto is_constant = [&](std::size_t k) { return constants.count(op.args[k]) != 0; };
+    const auto pt = [&](std::size_t k) -> const Plaintext& { return constants.at(op.args[k]); };
+    Ciphertext& out = v[static_cast<std::size_t>(op.results[0])];
+    switch (op.op) {
+      case OpKind::add: out = is_constant(1) ? e.add(ct(0), pt(1)) : e.add(ct(0), ct(1)); break;
+      case OpKind::sub: out = is_constant(1) ? e.sub(ct(0), pt(1)) : e.sub(ct(0), ct(1)); break;
+      case OpKind::negate: out = e.negate(ct(0)); break;
+      case OpKind::add_scalar: out = e.add_scalar(ct(0), op.scalar); break;
+      case OpKind::sub_scalar: out = e.sub_scalar(ct(0), op.scalar); break;
+      case OpKind::multiply: out = e.multiply(ct(0), ct(1)); break;
+      case OpKind::relinearize: out = e.relinearize(ct(0), rk_); break;
+      case OpKind::multiply_plain: out = e.multiply_plain(ct(0), pt(1)); break;
+      case OpKind::multiply_scalar: out = e.multiply_scalar(ct(0), op.scalar, op.scalar_scale); break;
+      case OpKind::multiply_integer: out = e.multiply_integer(ct(0), op.integer); break;
+      case OpKind::rescale: out = e.rescale(ct(0)); break;
+      case OpKind::drop_to_level: out = e.drop_to_level(ct(0), op.level); break;
+      case OpKind::rotate: out = e.rotate(ct(0), op.step, gk_); break;
+      case OpKind::conjugate: out = e.conjugate(ct(0), gk_); break;
+      case OpKind::rotate_hoisted: {
+        auto results = e.rotate_hoisted(ct(0), op.steps, gk_);
+        for (std::size_t i = 0; i < results.size(); ++i) v[static_cast<std::size_t>(op.results[i])] = std::move(results[i]);
+        break;
+      }
+      case OpKind::to_ntt: out = e.to_ntt(ct(0)); break;
+      case OpKind::to_coefficient: out = e.to_coefficient(ct(0)); break;
+      case OpKind::sum: {
+        std::vector<Ciphertext> operands;
+        for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(ct(k));
+        out = e.sum(operands);
+        break;
+      }
+      case OpKind::multiply_relinearize_rescale: out = e.multiply_relinearize_rescale(ct(0), ct(1), rk_); break;
+    }
+  }
+
+  // ---- program and graph: one Executable ----
+
+  void build_program() {
+    ProgramBuilder b(spec_.name);
+    std::vector<ValueRef> refs(c_.values.size());
+    std::vector<bool> used(c_.values.size(), false);
+    for (const IrOp& op : c_.ops) {
+      for (int a : op.args) used[static_cast<std::size_t>(a)] = true;
+    }
+    for (std::size_t id = 0; id < c_.values.size(); ++id) {
+      const IrValue& v = c_.values[id];
+      if (v.kind == ValueKind::input && used[id]) {
+        refs[id] = b.input(v.name);
+        input_names_[static_cast<int>(id)] = v.name;
+      }
+      if (v.kind == ValueKind::constant) refs[id] = b.constant(v.name, v.state.scale);
+    }
+    for (const IrOp& op : c_.ops) {
+      const auto r = [&](std::size_t k) { return refs[static_cast<std::size_t>(op.args[k])]; };
+      ValueRef out;
+      switch (op.op) {
+        case OpKind::add: out = b.add(r(0), r(1)); break;
+        case OpKind::sub: out = b.sub(r(0), r(1)); break;
+        case OpKind::negate: out = b.negate(r(0)); break;
+        case OpKind::add_scalar: out = b.add_scalar(r(0), op.scalar); break;
+        case OpKind::sub_scalar: out = b.sub_scalar(r(0), op.scalar); break;
+        case OpKind::multiply: out = b.multiply(r(0), r(1)); break;
+        case OpKind::relinearize: out = b.relinearize(r(0)); break;
+        case OpKind::multiply_plain: out = b.multiply_plain(r(0), r(1)); break;
+        case OpKind::multiply_scalar: out = b.multiply_scalar(r(0), op.scalar, op.scalar_scale); break;
+        case OpKind::multiply_integer: out = b.multiply_integer(r(0), op.integer); break;
+        case OpKind::rescale: out = b.rescale(r(0)); break;
+        case OpKind::drop_to_level: out = b.drop_to_level(r(0), op.level); break;
+        case OpKind::rotate: out = b.rotate(r(0), op.step); break;
+        case OpKind::conjugate: out = b.conjugate(r(0)); break;
+        case OpKind::rotate_hoisted: {
+          const auto results = b.rotate_hoisted(r(0), op.steps);
+          for (std::size_t i = 0; i < results.size(); ++i) refs[static_cast<std::size_t>(op.results[i])] = results[i];
+          break;
+        }
+        case OpKind::to_ntt: out = b.to_ntt(r(0)); break;
+        case OpKind::to_coefficient: out = b.to_coefficient(r(0)); break;
+        case OpKind::sum: {
+          std::vector<ValueRef> operands;
+          for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(r(k));
+          out = b.sum(operands);
+          break;
+        }
+        case OpKind::multiply_relinearize_rescale: out = b.multiply_relinearize_rescale(r(0), r(1)); break;
+      }
+      if (op.op != OpKind::rotate_hoisted) refs[static_cast<std::size_t>(op.results[0])] = out;
+      for (int result : op.results) {
+        const IrValue& v = c_.values[static_cast<std::size_t>(result)];
+        if (v.named) b.name(refs[static_cast<std::size_t>(result)], v.name);
+      }
+    }
+    for (const OutputSpec& o : spec_.outputs) {
+      const NamedValue& nv = c_.named.at(o.value);
+      if (c_.values[static_cast<std::size_t>(nv.ir)].kind == ValueKind::input) continue;  // decrypted directly
+      if (program_outputs_.count(o.value)) continue;
+      b.output(o.value, refs[static_cast<std::size_t>(nv.ir)]);
+      program_outputs_.insert(o.value);
+    }
+    if (program_outputs_.empty()) {
+      throw PipelineError(spec_.outputs.front().mark, spec_.outputs.front().key,
+                          "in " + to_string(spec_.execution.mode) + " mode at least one output must be a computed value");
+    }
+    program_ = std::make_unique<Program>(b.build());
+    std::map<std::string, ValueState> states;
+    for (const auto& [id, name] : input_names_) {
+      const IrState& s = c_.values[static_cast<std::size_t>(id)].state;
+      ValueState vs;
+      vs.context_id = context_->id();
+      vs.word_size = context_->word_size();
+      vs.level = s.level;
+      vs.scale = s.scale;
+      vs.domain = s.domain;
+      vs.basis = Basis::Q;
+      vs.components = s.components;
+      states[name] = vs;
+    }
+    prepared_ = std::make_unique<PreparedProgram>(program_->prepare(context_, states));
+    // The Program's own state inference must agree with the pipeline compiler's.
+    for (const IrValue& v : c_.values) {
+      if (!v.named || (v.kind == ValueKind::input && !states.count(v.name))) continue;
+      if (v.kind == ValueKind::result && !is_program_value(v.name)) continue;
+      const ValueState& p = prepared_->state(v.name);
+      if (p.level != v.state.level || p.components != v.state.components || p.domain != v.state.domain ||
+          !same_scale(p.scale, v.state.scale)) {
+        throw Error("pipeline: the Program's state of '" + v.name + "' (" + p.describe() +
+                    ") differs from the pipeline compiler's (level " + std::to_string(v.state.level) + ")");
+      }
+    }
+  }
+
+  bool is_program_value(const std::string& name) const {
+    for (const ValueInfo& info : program_->values()) {
+      if (info.name == name) return true;
+    }
+    return false;
+  }
+
+  Executable make_executable() {
+    Materials materials;
+    materials.relinearization_key = c_.plan.relinearization_key ? &rk_ : nullptr;
+    materials.galois_keys = &gk_;
+    for (const IrValue& v : c_.values) {
+      if (v.kind == ValueKind::constant) materials.constants[v.name] = v.constant;
+    }
+    return link(*prepared_, *engine_, materials);
+  }
+
+  ValueTree input_tree(const std::map<int, Ciphertext>& inputs) const {
+    ValueTree::Map m;
+    for (const auto& [id, name] : input_names_) m[name] = ValueTree(inputs.at(id));
+    return ValueTree(std::move(m));
+  }
+
+  // Downloads the outputs of one repetition (program outputs from `tree`, input outputs from `inputs`).
+  void collect_from_tree(const ValueTree& tree, const std::map<int, Ciphertext>& inputs) {
+    collect_outputs([&](int ir) {
+      const IrValue& v = c_.values[static_cast<std::size_t>(ir)];
+      if (v.kind == ValueKind::input) return engine_->download(inputs.at(ir));
+      return engine_->download(tree.at(v.name).ciphertext());
+    });
+  }
+
+  void run_program() {
+    const auto setup = Clock::now();
+    const Executable exe = make_executable();
+    engine_->backend().synchronize();
+    report_.setup_ms = ms_since(setup);
+    const int total = spec_.execution.repetitions + spec_.execution.warmup;
+    std::vector<double> encrypt_ms;
+    for (int rep = 0; rep < total; ++rep) {
+      const bool timed = rep >= spec_.execution.warmup;
+      const auto enc = Clock::now();
+      const auto inputs = encrypt_inputs();
+      encrypt_ms.push_back(ms_since(enc));
+      const ValueTree in = input_tree(inputs);
+      const auto start = Clock::now();
+      const ValueTree out = exe.run(in);
+      engine_->backend().synchronize();
+      const double ms = ms_since(start);
+      progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(total));
+      if (!timed) continue;
+      report_.total_ms.push_back(ms);
+      collect_from_tree(out, inputs);
+    }
+    report_.encrypt_ms = median(encrypt_ms);
+  }
+
+  void run_graph() {
+    const auto setup = Clock::now();
+    const Executable exe = make_executable();
+    auto example = encrypt_inputs();
+    CaptureOptions capture_options;
+    capture_options.warmup = spec_.execution.warmup;
+    GraphProgram graph = GraphProgram::capture(
+        engine_->backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); }, input_tree(example),
+        capture_options);
+    report_.setup_ms = ms_since(setup);
+    const CaptureStats& stats = graph.stats();
+    report_.capture_ms = stats.capture_seconds * 1000.0;
+    report_.first_replay_ms = stats.first_replay_seconds * 1000.0;
+    report_.native_graph = stats.backend == "cuda";
+    std::vector<double> encrypt_ms;
+    const int reps = spec_.execution.repetitions;
+    for (int rep = 0; rep < reps; ++rep) {
+      const auto enc = Clock::now();
+      const auto inputs = encrypt_inputs();  // new inputs for every replay
+      encrypt_ms.push_back(ms_since(enc));
+      const ValueTree in = input_tree(inputs);
+      const auto start = Clock::now();
+      const ValueTree out = graph.replay(in);  // synchronized; borrowed until the next replay
+      report_.total_ms.push_back(ms_since(start));
+      collect_from_tree(out, inputs);
+      progress("run", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(reps));
+    }
+    graph.close();
+    report_.encrypt_ms = median(encrypt_ms);
+  }
+
+  // ---- outputs ----
+
+  // Decrypts every output of one repetition; keeps the worst error per output.
+  template <class Download>
+  void collect_outputs(Download download) {
+    if (outputs_.empty()) {
+      for (const OutputSpec& o : spec_.outputs) {
+        OutputReport r;
+        r.name = o.name;
+        r.value = o.value;
+        const NamedValue& nv = c_.named.at(o.value);
+        const IrState& s = c_.values[static_cast<std::size_t>(nv.ir)].state;
+        r.level = s.level;
+        r.scale = s.scale;
+        r.count = o.count.value_or(std::max<std::size_t>(nv.length, 1));
+        r.stride = o.stride;
+        r.bound = o.max_error;
+        r.error.max = -1;
+        outputs_.push_back(r);
+      }
+      decrypted_.resize(spec_.outputs.size());
+    }
+    const auto start = Clock::now();
+    for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
+      const OutputSpec& o = spec_.outputs[k];
+      const NamedValue& nv = c_.named.at(o.value);
+      Slots got = decrypt(download(nv.ir));
+      const ErrorStats e = error_stats(nv.clear, got, slot_indices(outputs_[k].count, o.stride));
+      if (e.max > outputs_[k].error.max) {
+        outputs_[k].error = e;
+        decrypted_[k] = std::move(got);
+      }
+    }
+    decrypt_ms_.push_back(ms_since(start));
+  }
+
+  void finish_outputs() {
+    report_.total_median_ms = median(report_.total_ms);
+    report_.decrypt_ms = median(decrypt_ms_);
+    for (std::size_t k = 0; k < outputs_.size(); ++k) {
+      OutputReport& r = outputs_[k];
+      const OutputSpec& o = spec_.outputs[k];
+      const NamedValue& nv = c_.named.at(o.value);
+      const auto slots = slot_indices(r.count, r.stride);
+      for (std::size_t i = 0; i < std::min(slots.size(), spec_.report.include_values); ++i) {
+        r.values.push_back(decrypted_[k][slots[i]].real());
+        r.expected.push_back(nv.clear[slots[i]].real());
+      }
+      if (r.bound && !(r.error.max <= *r.bound)) {
+        r.within_bound = false;
+        report_.ok = false;
+        char line[256];
+        std::snprintf(line, sizeof line, "output '%s': max error %.3e exceeds its bound %.3e", r.name.c_str(),
+                      r.error.max, *r.bound);
+        report_.failures.emplace_back(line);
+      }
+      if (!o.file.empty() && options_.write_files) {
+        std::filesystem::path path(o.file);
+        if (path.is_relative()) path = std::filesystem::path(options_.output_dir) / path;
+        if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+        write_values(path.string(), o.format, r, decrypted_[k], nv.clear, slots);
+        r.file = path.string();
+      }
+    }
+    report_.outputs = std::move(outputs_);
+  }
+
+  static void write_values(const std::string& path, const std::string& format, const OutputReport& r,
+                           const Slots& got, const Slots& expected, const std::vector<std::size_t>& slots) {
+    std::ofstream out(path);
+    if (!out) throw Error("cannot write output file '" + path + "'");
+    out.precision(17);
+    if (format == "csv") {
+      out << "slot,value,expected\n";
+      for (std::size_t j : slots) out << j << "," << got[j].real() << "," << expected[j].real() << "\n";
+    } else {
+      out << "{\"output\": \"" << r.name << "\", \"value\": \"" << r.value << "\", \"stride\": " << r.stride
+          << ",\n \"values\": [";
+      for (std::size_t i = 0; i < slots.size(); ++i) out << (i ? ", " : "") << got[slots[i]].real();
+      out << "],\n \"expected\": [";
+      for (std::size_t i = 0; i < slots.size(); ++i) out << (i ? ", " : "") << expected[slots[i]].real();
+      out << "]}\n";
+    }
+    if (!out) throw Error("cannot write output file '" + path + "'");
+  }
+
+  const PipelineSpec& spec_;
+  const RunOptions& options_;
+  Compiled c_;
+  std::shared_ptr<const Context> context_;
+  PipelineReport report_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Csprng> rng_;
+  std::unique_ptr<SecretKey> sk_;
+  PublicKey pk_;
+  RelinKey rk_;
+  GaloisKeys gk_;
+  std::unique_ptr<Encoder> encoder_;
+  std::unique_ptr<Encryptor> encryptor_;
+  std::unique_ptr<Decryptor> decryptor_;
+  std::unique_ptr<Program> program_;
+  std::unique_ptr<PreparedProgram> prepared_;
+  std::map<int, std::string> input_names_;
+  std::set<std::string> program_outputs_;
+  std::vector<OutputReport> outputs_;
+  std::vector<Slots> decrypted_;
+  std::vector<double> decrypt_ms_;
+};
+
+}  // namespace
+
+PipelineReport run_pipeline(const PipelineSpec& spec, const RunOptions& options) {
+  Runner runner(spec, options, compile_pipeline(spec));
+  return runner.run();
+}
+
+}  // namespace fhelium::runtime
