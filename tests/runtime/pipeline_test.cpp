@@ -5,13 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <unistd.h>
 #include <iostream>
+#include <sstream>
 
 #include "fhelium/cpu/cpu_backend.hpp"
 
@@ -660,6 +664,100 @@ TEST(PipelineExamples, LogisticRegression) {
   EXPECT_EQ(p.stride, 8u);
   EXPECT_LT(p.error.max, 1e-5);
   EXPECT_LT(output(r, "logits").error.max, 5e-6);
+}
+
+// ---- the command-line tool ----
+
+// The `fhelium` binary of this build tree (tests/runtime/ -> apps/).
+std::string fhelium_binary() {
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe");
+  const auto path = exe.parent_path().parent_path().parent_path() / "apps" / "fhelium";
+  return std::filesystem::exists(path) ? path.string() : "";
+}
+
+struct Command {
+  int rc;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Command run_command(const std::string& args) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fhelium-cli-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cmd = "cd " + dir.string() + " && " + fhelium_binary() + " " + args + " >" + (dir / "out").string() +
+                          " 2>" + (dir / "err").string();
+  const int status = std::system(cmd.c_str());
+  const auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+}
+
+TEST(PipelineCommandLine, SubcommandsExitCodesAndOneLineReasons) {
+  if (fhelium_binary().empty()) GTEST_SKIP() << "the fhelium target is not built";
+  const std::string examples = std::string(FHELIUM_SOURCE_DIR) + "/examples/pipelines/";
+  for (const char* sub : {"", "demo ", "params ", "backends ", "run ", "bench "}) {
+    const Command help = run_command(std::string(sub) + "--help");
+    EXPECT_EQ(help.rc, 0) << sub;
+    EXPECT_NE(help.out.find("Usage:"), std::string::npos) << sub;
+  }
+  EXPECT_NE(run_command("run --help").out.find("--set"), std::string::npos);
+  EXPECT_NE(run_command("run").rc, 0);  // the pipeline is required
+
+  const Command check = run_command("run --check " + examples + "logreg.yaml");
+  EXPECT_EQ(check.rc, 0) << check.err;
+  EXPECT_NE(check.out.find("depth 7 of 7 levels"), std::string::npos) << check.out;
+
+  std::ofstream(std::filesystem::temp_directory_path() / "fhelium-bad.yaml")
+      << "params: slots8192_scale40_levels7\ninputs: {x: [1]}\nsteps:\n  - {name: y, op: rotat, args: [x], step: 1}\n";
+  const Command bad = run_command("run " + (std::filesystem::temp_directory_path() / "fhelium-bad.yaml").string());
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_EQ(bad.err.rfind("fhelium: " + (std::filesystem::temp_directory_path() / "fhelium-bad.yaml").string() +
+                              ":4:19: key 'steps[0].op': unknown operation 'rotat' (did you mean 'rotate'?",
+                          0),
+            0u)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+
+  const Command params = run_command("params slots8192_scale40_levels7");
+  EXPECT_EQ(params.rc, 0);
+  EXPECT_NE(params.out.find("margin 30.0 bits"), std::string::npos) << params.out;
+  EXPECT_NE(params.out.find("key switching: 8 digits"), std::string::npos) << params.out;
+  const Command unknown = run_command("params slots8192_scale40_levels9");
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_EQ(unknown.err.rfind("fhelium: unknown preset 'slots8192_scale40_levels9'", 0), 0u) << unknown.err;
+
+  const Command backends = run_command("backends");
+  EXPECT_EQ(backends.rc, 0);
+  EXPECT_NE(backends.out.find("cpu        version"), std::string::npos) << backends.out;
+
+  const Command run = run_command("run " + examples + "sigmoid.yaml --backend cpu -q -o reports/r.json "
+                                  "--set execution.repetitions=1");
+  ASSERT_EQ(run.rc, 0) << run.err;
+  EXPECT_NE(run.out.find("bound 5e-05 ok"), std::string::npos) << run.out;
+  const auto dir = std::filesystem::temp_directory_path() / ("fhelium-cli-" + std::to_string(::getpid()));
+  std::ifstream report(dir / "reports" / "r.json");
+  std::stringstream text;
+  text << report.rdbuf();
+  const boost::json::value doc = boost::json::parse(text.str());
+  EXPECT_TRUE(doc.at("ok").as_bool());
+  EXPECT_EQ(doc.at("execution").at("repetitions").to_number<int>(), 1);
+  EXPECT_TRUE(std::filesystem::exists(dir / "reports" / "sigmoid.json"));  // the output file beside the report
+
+  const Command bench = run_command("bench --backend cpu --ops add rescale --runs 2");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  const boost::json::value b = boost::json::parse(bench.out);
+  EXPECT_EQ(b.at("backend").at("name").as_string(), "cpu");
+  EXPECT_EQ(b.at("presets").as_array()[0].at("results").as_array().size(), 2u);
+  EXPECT_EQ(run_command("bench --backend cpu --ops rotat").rc, 2);
+
+  const Command show = run_command("demo --show-pipeline");
+  EXPECT_EQ(show.rc, 0);
+  EXPECT_NO_THROW((void)parse_pipeline(show.out));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
