@@ -17,6 +17,7 @@
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/runtime/pipeline.hpp"
 
 namespace fhelium::apps {
 namespace {
@@ -149,7 +150,7 @@ int run_bench_command(const BenchOptions& options) {
                          {"runs", options.runs},
                          {"warmup", options.warmup},
                          {"presets", std::move(presets)}};
-  const std::string text = json::serialize(doc) + "\n";
+  const std::string text = runtime::pretty_json(json::serialize(doc));
   if (options.output.empty() || options.output == "-") {
     std::cout << text;
   } else {

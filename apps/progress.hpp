@@ -29,9 +29,9 @@ class ProgressPrinter {
       drawn_ = true;
       return;
     }
-    // Plain lines: a phase's end, and about every tenth of a long phase.
-    const std::size_t step = e.total >= 20 ? e.total / 10 : 1;
-    if (e.done == e.total || e.done % step == 0) {
+    // Plain lines: a phase's end, and each quarter of a longer phase.
+    const std::size_t quarter = e.total >= 8 ? e.total / 4 : e.total;
+    if (e.done == e.total || e.done % quarter == 0) {
       std::fprintf(stderr, "%s %zu/%zu%s%s\n", e.phase.c_str(), e.done, e.total, e.detail.empty() ? "" : " ",
                    e.detail.c_str());
     }

@@ -524,6 +524,19 @@ TEST(PipelineModes, EagerProgramAndGraphAgree) {
   }
 }
 
+TEST(PipelineModes, InputsCanBeOutputsInEveryMode) {
+  for (const char* mode : {"eager", "program", "graph"}) {
+    const PipelineReport r = run_text(kSmallParams +
+                                          "inputs: {x: {random: {length: 4, seed: 5}}}\n"
+                                          "steps: [{name: y, op: rotate, args: [x], step: 1}]\n"
+                                          "outputs: {values: [{value: x, max_error: 1.0e-6}, {value: y, max_error: 1.0e-6}]}\n",
+                                      {std::string("execution.mode=") + mode, "inputs.x.random.seed=6"});
+    EXPECT_TRUE(r.ok) << mode;
+    ASSERT_EQ(r.outputs.size(), 2u);
+    EXPECT_EQ(r.outputs[0].expected[1], r.outputs[1].expected[0]) << mode;  // y is x rotated by one
+  }
+}
+
 // ---- files and the report ----
 
 TEST(PipelineFiles, CsvAndJsonInputsAndOutputFiles) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "fhelium/error.hpp"
 #include "fhelium/runtime/pipeline.hpp"
 
 namespace fhelium::runtime {
@@ -154,6 +155,16 @@ std::string PipelineReport::to_json() const {
                    {"timings", std::move(timings)},
                    {"memory", json::object{{"backend_peak_bytes", backend_peak_bytes},
                                            {"process_peak_bytes", process_peak_bytes}}}};
+  std::ostringstream os;
+  pretty(os, doc, 0);
+  os << "\n";
+  return os.str();
+}
+
+std::string pretty_json(const std::string& json_text) {
+  boost::system::error_code ec;
+  const json::value doc = json::parse(json_text, ec);
+  if (ec) throw InvalidArgumentError("pretty_json: not valid JSON: " + ec.message());
   std::ostringstream os;
   pretty(os, doc, 0);
   os << "\n";

@@ -272,6 +272,10 @@ struct RunOptions {
   bool write_files = true;                              // write the outputs' files
 };
 
+// A JSON document laid out as reports are: indented, numbers in their
+// shortest round-trip form (40, not 4E1). Throws InvalidArgumentError on bad JSON.
+std::string pretty_json(const std::string& json_text);
+
 // plan_pipeline, then keys, encryption, execution, decryption and the report.
 PipelineReport run_pipeline(const PipelineSpec& spec, const RunOptions& options);
 
