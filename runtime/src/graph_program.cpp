@@ -173,7 +173,10 @@ GraphProgram GraphProgram::capture(Backend& backend, const Context& context, Sch
   try {
     impl->outputs = impl->schedule(impl->stable_inputs);
   } catch (...) {
-    backend.end_capture();  // leaves the backend usable; the partial recording is dropped
+    try {
+      backend.end_capture();  // leaves the backend usable; the partial recording is dropped
+    } catch (...) {  // the backend's own report of the failed capture; the schedule's error is the cause
+    }
     throw;
   }
   impl->recording = backend.end_capture();
