@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "helpers.hpp"
+#include "runtime_backend.hpp"
 
 namespace fhelium::runtime {
 namespace {
@@ -68,7 +69,11 @@ std::vector<u64> residues(Fixture& f, const ValueTree& out) { return f.engine.do
 
 class GraphProgramTest : public ::testing::Test {
  protected:
-  Fixture f{test::small_params(12, 3), 21};
+  void SetUp() override {
+    if (!backend_.skip_reason.empty()) GTEST_SKIP() << backend_.skip_reason;
+  }
+  test::TestBackend backend_ = test::runtime_test_backend();
+  Fixture f{test::small_params(12, 3), 21, 0, backend_.backend};
 };
 
 TEST_F(GraphProgramTest, ReplaysMatchTheClearMessageAndEagerExecutionBitForBit) {
