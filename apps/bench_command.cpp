@@ -42,7 +42,8 @@ json::object time_op(const std::string& name, int runs, int warmup, Backend& bac
   return {{"op", name}, {"median_ms", median}, {"min_ms", ms.front()}, {"runs", runs}};
 }
 
-json::object bench_preset(const std::string& name, const BenchOptions& options, const std::shared_ptr<Backend>& backend) {
+json::object bench_preset(const std::string& name, const BenchOptions& options,
+                          const std::shared_ptr<Backend>& backend) {
   const auto context = Context::create(preset(name));
   Engine engine(context, backend);
   Csprng rng;
@@ -89,7 +90,10 @@ json::object bench_preset(const std::string& name, const BenchOptions& options, 
       {"rescale", [&] { engine.rescale(a); }},
       {"rotate", [&] { engine.rotate(a, 1, gk); }},
       {"rotate_hoisted_8", [&] { engine.rotate_hoisted(a, hoisted_steps, gk); }},
-      {"rotate_8_separately", [&] { for (long s : hoisted_steps) engine.rotate(a, s, gk); }},
+      {"rotate_8_separately",
+       [&] {
+         for (long s : hoisted_steps) engine.rotate(a, s, gk);
+       }},
       {"ntt_forward", [&] { engine.to_ntt(a_coeff); }},
       {"ntt_inverse", [&] { engine.to_coefficient(a); }},
   };
@@ -122,9 +126,11 @@ json::object bench_preset(const std::string& name, const BenchOptions& options, 
 }  // namespace
 
 std::vector<std::string> bench_operations() {
-  return {"encode", "encrypt", "decrypt", "upload", "download", "add", "add_scalar", "multiply_plain", "multiply_scalar",
-          "multiply", "relinearize", "multiply_relinearize", "rescale", "rotate", "rotate_hoisted_8",
-          "rotate_8_separately", "ntt_forward", "ntt_inverse"};
+  return {"encode",          "encrypt",    "decrypt",          "upload",
+          "download",        "add",        "add_scalar",       "multiply_plain",
+          "multiply_scalar", "multiply",   "relinearize",      "multiply_relinearize",
+          "rescale",         "rotate",     "rotate_hoisted_8", "rotate_8_separately",
+          "ntt_forward",     "ntt_inverse"};
 }
 
 int run_bench_command(const BenchOptions& options) {

@@ -58,7 +58,8 @@ int run_demo(const DemoOptions& options) {
     std::printf("  %-40s level %d  max error %.3e  (bound %.0e)\n", i < 4 ? descriptions[i] : o.name.c_str(), o.level,
                 o.error.max, o.bound.value_or(0));
   }
-  std::printf("%s in %.2f s\n", r.ok ? "all errors within bounds" : "ERROR: an error exceeds its bound", r.wall_seconds);
+  std::printf("%s in %.2f s\n", r.ok ? "all errors within bounds" : "ERROR: an error exceeds its bound",
+              r.wall_seconds);
   return r.ok ? 0 : 1;
 }
 

@@ -1,6 +1,5 @@
 // The `fhelium` command-line tool: demo, params, backends, run, bench.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -39,8 +38,9 @@ int list_presets() {
     const auto ctx = Context::create(preset(n));
     const auto budget = max_log_qp(ctx->params().secret, ctx->params().security_bits, ctx->ring_degree());
     std::printf("%-30s %7llu %6llu %6d %3zu %3zu %6d %9.1f %6d %7.1f\n", n.c_str(),
-                static_cast<unsigned long long>(ctx->ring_degree()), static_cast<unsigned long long>(ctx->ring_degree() / 2),
-                ctx->max_level(), ctx->q().size(), ctx->p().size(), ctx->key_digits(), ctx->log_qp(), budget.value_or(0),
+                static_cast<unsigned long long>(ctx->ring_degree()),
+                static_cast<unsigned long long>(ctx->ring_degree() / 2), ctx->max_level(), ctx->q().size(),
+                ctx->p().size(), ctx->key_digits(), ctx->log_qp(), budget.value_or(0),
                 budget.value_or(0) - ctx->log_qp());
   }
   return 0;
@@ -72,7 +72,8 @@ int describe_preset(const std::string& name) {
     std::printf("  security: the table has no entry for N = %zu at %d bits\n", n, p.security_bits);
   }
   std::printf("  key switching: %d digits of %d prime%s each (hybrid, %d special prime%s)\n", ctx->key_digits(),
-              ctx->digit_size(), ctx->digit_size() == 1 ? "" : "s", ctx->special_count(), ctx->special_count() == 1 ? "" : "s");
+              ctx->digit_size(), ctx->digit_size() == 1 ? "" : "s", ctx->special_count(),
+              ctx->special_count() == 1 ? "" : "s");
   const double word = static_cast<double>(word_bytes(p.word_size));
   const double top_ct = 2.0 * (ctx->max_level() + 1) * static_cast<double>(n) * word;
   const double bottom_ct = 2.0 * static_cast<double>(n) * word;
@@ -80,10 +81,11 @@ int describe_preset(const std::string& name) {
   const int log_slots = static_cast<int>(std::log2(static_cast<double>(n / 2)));
   std::printf("  ciphertext: %s at the top level, %s at level 0 (2 x limbs x N words)\n", size_text(top_ct).c_str(),
               size_text(bottom_ct).c_str());
-  std::printf("  evaluation keys: relinearization %s; each rotation or conjugation key %s (digits x 2 x %d limbs x N words);\n"
-              "    relinearization + %d power-of-two rotations (both directions) %s\n",
-              size_text(key).c_str(), size_text(key).c_str(), ctx->key_limbs(), 2 * log_slots,
-              size_text(key * (1 + 2 * log_slots)).c_str());
+  std::printf(
+      "  evaluation keys: relinearization %s; each rotation or conjugation key %s (digits x 2 x %d limbs x N words);\n"
+      "    relinearization + %d power-of-two rotations (both directions) %s\n",
+      size_text(key).c_str(), size_text(key).c_str(), ctx->key_limbs(), 2 * log_slots,
+      size_text(key * (1 + 2 * log_slots)).c_str());
   return 0;
 }
 
@@ -114,14 +116,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   fhelium::apps::DemoOptions demo;
-  auto* demo_cmd = app.add_subcommand("demo", "Run a small built-in pipeline on the default backend and print its errors");
+  auto* demo_cmd =
+      app.add_subcommand("demo", "Run a small built-in pipeline on the default backend and print its errors");
   demo_cmd->add_option("--preset", demo.preset, "Parameter preset")->capture_default_str();
   demo_cmd->add_option("--backend", demo.backend, "Backend name or plugin path (auto: cuda when available, else cpu)")
       ->capture_default_str();
   demo_cmd->add_flag("--show-pipeline", demo.show_pipeline, "Print the demo's YAML pipeline instead of running it");
 
   std::string params_name;
-  auto* params_cmd = app.add_subcommand("params", "List the presets, or one preset's primes, security margin and sizes");
+  auto* params_cmd =
+      app.add_subcommand("params", "List the presets, or one preset's primes, security margin and sizes");
   params_cmd->add_option("preset", params_name, "Preset name");
 
   auto* backends_cmd = app.add_subcommand("backends", "List the backend plugins found, with versions and devices");
@@ -145,8 +149,12 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--device", bench.device, "Device index")->capture_default_str();
   bench_cmd->add_option("--preset", bench.presets, "Presets to measure")->expected(1, -1)->capture_default_str();
   bench_cmd->add_option("--ops", bench.ops, "Operations to measure (default: all)")->expected(1, -1);
-  bench_cmd->add_option("--runs", bench.runs, "Timed runs per operation")->check(CLI::PositiveNumber)->capture_default_str();
-  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  bench_cmd->add_option("--runs", bench.runs, "Timed runs per operation")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   bench_cmd->add_option("-o,--output", bench.output, "Write the JSON here instead of stdout");
   bench_cmd->footer("Operations: " + [] {
     std::string list;

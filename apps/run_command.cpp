@@ -27,7 +27,8 @@ void print_plan(std::FILE* out, const PipelineSpec& spec, const PipelinePlan& pl
   std::fprintf(out, "pipeline %s (%s): %zu steps, %zu operations, depth %d of %d levels\n", spec.name.c_str(),
                spec.file.c_str(), spec.steps.size(), plan.operations, plan.depth, ctx.max_level());
   std::fprintf(out, "keys: relinearization %s, conjugation %s, %zu rotation steps\n",
-               plan.relinearization_key ? "yes" : "no", plan.conjugation_key ? "yes" : "no", plan.rotation_steps.size());
+               plan.relinearization_key ? "yes" : "no", plan.conjugation_key ? "yes" : "no",
+               plan.rotation_steps.size());
   for (const PlannedStep& s : plan.steps) {
     std::fprintf(out, "  %-16s %-28s level %2d  scale 2^%-9.4f %-11s %2d ops\n", s.name.c_str(), s.op.c_str(), s.level,
                  std::log2(s.scale), to_string(s.domain).c_str(), static_cast<int>(s.operations));
@@ -37,13 +38,13 @@ void print_plan(std::FILE* out, const PipelineSpec& spec, const PipelinePlan& pl
 void print_summary(std::FILE* out, const PipelineReport& r) {
   const auto& p = r.parameters;
   std::fprintf(out, "pipeline %s (%s)\n", r.name.c_str(), r.file.c_str());
-  std::fprintf(out, "  backend %s%s%s%s, %s (N = %llu, %d levels, log2(QP) = %.1f, budget %s), mode %s, %d repetition%s\n",
-               r.backend.c_str(), r.backend_devices.empty() ? "" : " (",
-               r.backend_devices.empty() ? "" : r.backend_devices.front().c_str(), r.backend_devices.empty() ? "" : ")",
-               r.preset.empty() ? "explicit parameters" : r.preset.c_str(),
-               static_cast<unsigned long long>(p.ring_degree()), p.max_level(), r.log_qp,
-               r.security_budget ? std::to_string(*r.security_budget).c_str() : "none",
-               to_string(r.mode).c_str(), r.repetitions, r.repetitions == 1 ? "" : "s");
+  std::fprintf(
+      out, "  backend %s%s%s%s, %s (N = %llu, %d levels, log2(QP) = %.1f, budget %s), mode %s, %d repetition%s\n",
+      r.backend.c_str(), r.backend_devices.empty() ? "" : " (",
+      r.backend_devices.empty() ? "" : r.backend_devices.front().c_str(), r.backend_devices.empty() ? "" : ")",
+      r.preset.empty() ? "explicit parameters" : r.preset.c_str(), static_cast<unsigned long long>(p.ring_degree()),
+      p.max_level(), r.log_qp, r.security_budget ? std::to_string(*r.security_budget).c_str() : "none",
+      to_string(r.mode).c_str(), r.repetitions, r.repetitions == 1 ? "" : "s");
   std::fprintf(out, "  keys: relinearization %s, conjugation %s, %zu rotations, %s, %.0f ms\n",
                r.relinearization_key ? "yes" : "no", r.conjugation_key ? "yes" : "no", r.rotation_steps.size(),
                megabytes(r.key_bytes).c_str(), r.keygen_ms);
@@ -57,15 +58,17 @@ void print_summary(std::FILE* out, const PipelineReport& r) {
   }
   std::fprintf(out, "  outputs (error against the same calculation in double precision):\n");
   for (const OutputReport& o : r.outputs) {
-    std::fprintf(out, "    %-16s %5zu slots  max %.2e  mean %.2e  rms %.2e  %.1f bits", o.name.c_str(), o.count, o.error.max,
-                 o.error.mean, o.error.rms, o.error.bits);
+    std::fprintf(out, "    %-16s %5zu slots  max %.2e  mean %.2e  rms %.2e  %.1f bits", o.name.c_str(), o.count,
+                 o.error.max, o.error.mean, o.error.rms, o.error.bits);
     if (o.bound) std::fprintf(out, "  bound %.0e %s", *o.bound, o.within_bound ? "ok" : "EXCEEDED");
     if (!o.file.empty()) std::fprintf(out, "  -> %s", o.file.c_str());
     std::fprintf(out, "\n");
   }
-  std::fprintf(out, "  time: %.3f ms median per run over %zu run%s; keys %.0f ms, encrypt %.1f ms, decrypt %.1f ms, setup %.1f ms",
-               r.total_median_ms, r.total_ms.size(), r.total_ms.size() == 1 ? "" : "s", r.keygen_ms, r.encrypt_ms,
-               r.decrypt_ms, r.setup_ms);
+  std::fprintf(
+      out,
+      "  time: %.3f ms median per run over %zu run%s; keys %.0f ms, encrypt %.1f ms, decrypt %.1f ms, setup %.1f ms",
+      r.total_median_ms, r.total_ms.size(), r.total_ms.size() == 1 ? "" : "s", r.keygen_ms, r.encrypt_ms, r.decrypt_ms,
+      r.setup_ms);
   if (r.capture_ms) std::fprintf(out, ", capture %.1f ms", *r.capture_ms);
   std::fprintf(out, "\n  peak memory: backend %s, process %s; wall %.2f s\n",
                r.backend_peak_bytes ? megabytes(r.backend_peak_bytes).c_str() : "not reported",

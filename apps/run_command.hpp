@@ -8,12 +8,12 @@
 namespace fhelium::apps {
 
 struct RunCommandOptions {
-  std::string pipeline;               // the YAML file
-  std::string backend;                // overrides the file's backend.name when set
-  std::string output;                 // the report file ("-": stdout); default from the file
-  std::vector<std::string> sets;      // KEY=VALUE overrides
-  bool check_only = false;            // parse and plan only: no keys, no encryption
-  bool quiet = false;                 // no progress output
+  std::string pipeline;           // the YAML file
+  std::string backend;            // overrides the file's backend.name when set
+  std::string output;             // the report file ("-": stdout); default from the file
+  std::vector<std::string> sets;  // KEY=VALUE overrides
+  bool check_only = false;        // parse and plan only: no keys, no encryption
+  bool quiet = false;             // no progress output
 };
 
 // Returns the exit code: 0 success, 1 an output exceeds its bound.

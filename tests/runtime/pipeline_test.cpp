@@ -4,7 +4,6 @@
 #include "fhelium/runtime/pipeline.hpp"
 
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,14 +75,15 @@ const OutputReport& output(const PipelineReport& r, const std::string& name) {
 // ---- parsing ----
 
 TEST(PipelineParse, DefaultsAndShapes) {
-  const PipelineSpec spec = parse_pipeline(kSmallParams +
-                                               "inputs:\n"
-                                               "  x: [1, 2, 3]\n"
-                                               "  m: {values: [[1, 2], [3, 4], [5, 6]], encrypted: false}\n"
-                                               "  r: {random: {distribution: normal, mean: 1, stddev: 2, length: 5, seed: 9}}\n"
-                                               "steps:\n"
-                                               "  - {name: y, op: rotate, args: x, step: 1}\n",
-                                           "p.yaml");
+  const PipelineSpec spec =
+      parse_pipeline(kSmallParams +
+                         "inputs:\n"
+                         "  x: [1, 2, 3]\n"
+                         "  m: {values: [[1, 2], [3, 4], [5, 6]], encrypted: false}\n"
+                         "  r: {random: {distribution: normal, mean: 1, stddev: 2, length: 5, seed: 9}}\n"
+                         "steps:\n"
+                         "  - {name: y, op: rotate, args: x, step: 1}\n",
+                     "p.yaml");
   EXPECT_EQ(spec.name, "p");
   EXPECT_EQ(spec.backend.name, "auto");
   EXPECT_EQ(spec.params.parameters.log_ring_degree, 12);
@@ -100,8 +100,10 @@ TEST(PipelineParse, DefaultsAndShapes) {
   ASSERT_EQ(spec.outputs.size(), 1u);  // default: the last step
   EXPECT_EQ(spec.outputs[0].value, "y");
   // Seeded random inputs are the same every time.
-  const PipelineSpec again = parse_pipeline(kSmallParams + "inputs: {r: {random: {distribution: normal, mean: 1, stddev: 2, length: 5, seed: 9}}}\n"
-                                                           "steps: [{name: y, op: negate, args: [r]}]\n");
+  const PipelineSpec again =
+      parse_pipeline(kSmallParams +
+                     "inputs: {r: {random: {distribution: normal, mean: 1, stddev: 2, length: 5, seed: 9}}}\n"
+                     "steps: [{name: y, op: negate, args: [r]}]\n");
   EXPECT_EQ(again.inputs[0].values, spec.inputs[2].values);
 }
 
@@ -111,8 +113,8 @@ TEST(PipelineParse, OverridesSetKeysByPath) {
                            "steps:\n"
                            "  - {name: a, op: rotate, args: [x], step: 1}\n"
                            "execution: {mode: eager}\n";
-  const PipelineSpec spec =
-      parse_pipeline(text, "t.yaml", {"execution.mode=program", "steps[0].step=3", "execution.repetitions=4", "backend=cpu"});
+  const PipelineSpec spec = parse_pipeline(
+      text, "t.yaml", {"execution.mode=program", "steps[0].step=3", "execution.repetitions=4", "backend=cpu"});
   EXPECT_EQ(spec.execution.mode, ExecutionMode::program);
   EXPECT_EQ(spec.execution.repetitions, 4);
   EXPECT_EQ(spec.steps[0].step, 3);
@@ -123,15 +125,17 @@ TEST(PipelineParse, OverridesSetKeysByPath) {
             "--set execution.mode=grph: key 'execution.mode': unknown mode 'grph' (did you mean 'graph'? known: eager, "
             "program, graph)");
   EXPECT_EQ(refusal(text, {"steps[4].step=1"}), "--set steps[4].step=1: key 'steps': has no element [4] (it has 1)");
-  EXPECT_EQ(refusal(text, {"execution.mode"}), "--set execution.mode: expected KEY=VALUE, for example execution.mode=graph");
+  EXPECT_EQ(refusal(text, {"execution.mode"}),
+            "--set execution.mode: expected KEY=VALUE, for example execution.mode=graph");
 }
 
 // ---- bad input: refused before any backend, key or ciphertext exists ----
 
 TEST(PipelineRefusal, YamlSyntaxErrorNamesLineColumnAndKey) {
-  EXPECT_EQ(refusal(kSmallParams + "inputs:\n  x: [1, 2, 3\nsteps:\n  - {name: y, op: negate, args: [x]}\n"),
-            "test.yaml:4:6: key 'inputs.x': YAML syntax error: end of sequence flow not found: the '[' at line 3, column 6 "
-            "is never closed");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs:\n  x: [1, 2, 3\nsteps:\n  - {name: y, op: negate, args: [x]}\n"),
+      "test.yaml:4:6: key 'inputs.x': YAML syntax error: end of sequence flow not found: the '[' at line 3, column 6 "
+      "is never closed");
   EXPECT_EQ(refusal(kSmallParams + "inputs:\n  x: [1, 2]\n   y: [3]\nsteps: []\n"),
             "test.yaml:4:4: key 'inputs.x.y': YAML syntax error: end of map not found");
   EXPECT_EQ(refusal(kSmallParams + "inputs:\n\tx: [1]\n"),
@@ -146,38 +150,39 @@ TEST(PipelineRefusal, UnknownKeysAreNamedWithASuggestion) {
                            "execution:\n"
                            "  mode: eager\n"
                            "  repetitons: 3\n";
-  EXPECT_EQ(refusal(text), "test.yaml:7:3: key 'execution.repetitons': unknown key for execution (did you mean "
-                           "'repetitions'? known: mode, repetitions, warmup, seed)");
-  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps:\n  - {name: y, op: rotate, args: [x], stpe: 1}\n"),
-            "test.yaml:4:38: key 'steps[0].stpe': unknown key for operation rotate (did you mean 'step'? known: name, op, "
-            "args, step)");
+  EXPECT_EQ(refusal(text),
+            "test.yaml:7:3: key 'execution.repetitons': unknown key for execution (did you mean "
+            "'repetitions'? known: mode, repetitions, warmup, seed)");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps:\n  - {name: y, op: rotate, args: [x], stpe: 1}\n"),
+      "test.yaml:4:38: key 'steps[0].stpe': unknown key for operation rotate (did you mean 'step'? known: name, op, "
+      "args, step)");
   EXPECT_EQ(refusal(kSmallParams + "input: {x: [1, 2]}\nsteps: []\n"),
             "test.yaml:2:1: key 'input': unknown key for a pipeline (did you mean 'inputs'? known: name, description, "
             "backend, params, inputs, steps, execution, outputs)");
 }
 
 TEST(PipelineRefusal, UnknownOperation) {
-  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps:\n  - {name: y, op: rotat, args: [x], step: 1}\n"),
-            "test.yaml:4:19: key 'steps[0].op': unknown operation 'rotat' (did you mean 'rotate'? known: add, add_scalar, "
-            "align, conjugate, drop_to_level, inner_product, matvec, multiply, multiply_integer, multiply_plain, "
-            "multiply_relinearize_rescale, multiply_scalar, negate, polynomial, relinearize, rescale, rotate, "
-            "rotate_hoisted, sub, sub_scalar, sum, sum_slots, to_coefficient, to_ntt)");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps:\n  - {name: y, op: rotat, args: [x], step: 1}\n"),
+      "test.yaml:4:19: key 'steps[0].op': unknown operation 'rotat' (did you mean 'rotate'? known: add, add_scalar, "
+      "align, conjugate, drop_to_level, inner_product, matvec, multiply, multiply_integer, multiply_plain, "
+      "multiply_relinearize_rescale, multiply_scalar, negate, polynomial, relinearize, rescale, rotate, "
+      "rotate_hoisted, sub, sub_scalar, sum, sum_slots, to_coefficient, to_ntt)");
 }
 
 TEST(PipelineRefusal, UndefinedValueName) {
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [1, 2], y: [3, 4]}\n"
-                    "steps:\n"
-                    "  - {name: a, op: add, args: [x, y]}\n"
-                    "  - {name: b, op: multiply, args: [a, z]}\n"),
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2], y: [3, 4]}\n"
+                                   "steps:\n"
+                                   "  - {name: a, op: add, args: [x, y]}\n"
+                                   "  - {name: b, op: multiply, args: [a, z]}\n"),
             "test.yaml:5:39: key 'steps[1].args[1]': undefined value 'z': define it in inputs or in an earlier step "
             "(known: a, x, y)");
   // A later step's name is not defined yet.
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [1, 2]}\n"
-                    "steps:\n"
-                    "  - {name: a, op: add, args: [x, b]}\n"
-                    "  - {name: b, op: negate, args: [x]}\n"),
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2]}\n"
+                                   "steps:\n"
+                                   "  - {name: a, op: add, args: [x, b]}\n"
+                                   "  - {name: b, op: negate, args: [x]}\n"),
             "test.yaml:4:34: key 'steps[0].args[1]': undefined value 'b': define it in inputs or in an earlier step "
             "(known: x)");
 }
@@ -188,7 +193,8 @@ TEST(PipelineRefusal, StateConflictsSayWhatToChange) {
                                      "steps:\n"
                                      "  - {name: xy, op: multiply_relinearize_rescale, args: [x, y]}\n"
                                      "  - {name: bad, op: add, args: [xy, x]}\n");
-  EXPECT_EQ(levels.rfind("test.yaml:5:5: key 'steps[1]': step 'bad' (add): add: operands 'xy' (level 3, scale 2^", 0), 0u)
+  EXPECT_EQ(levels.rfind("test.yaml:5:5: key 'steps[1]': step 'bad' (add): add: operands 'xy' (level 3, scale 2^", 0),
+            0u)
       << levels;
   EXPECT_NE(levels.find("and 'x' (level 4, scale 2^40) are at different levels: add a step {name: x_3, op: "
                         "drop_to_level, args: [x], level: 3} and use x_3"),
@@ -201,61 +207,59 @@ TEST(PipelineRefusal, StateConflictsSayWhatToChange) {
                                      "  - {name: xy, op: multiply_relinearize_rescale, args: [x, y]}\n"
                                      "  - {name: x3, op: drop_to_level, args: [x], level: 3}\n"
                                      "  - {name: bad, op: sub, args: [xy, x3]}\n");
-  EXPECT_EQ(scales.rfind("test.yaml:6:5: key 'steps[2]': step 'bad' (sub): sub: operands 'xy' (level 3, scale 2^", 0), 0u)
+  EXPECT_EQ(scales.rfind("test.yaml:6:5: key 'steps[2]': step 'bad' (sub): sub: operands 'xy' (level 3, scale 2^", 0),
+            0u)
       << scales;
   EXPECT_NE(scales.find("have different scales: add a step {name: xy_aligned, op: align, args: [xy], to: x3}"),
             std::string::npos)
       << scales;
 
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [1, 2], y: [3, 4]}\n"
-                    "steps:\n"
-                    "  - {name: m, op: multiply, args: [x, y]}\n"
-                    "  - {name: r, op: rotate, args: [m], step: 1}\n"),
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2], y: [3, 4]}\n"
+                                   "steps:\n"
+                                   "  - {name: m, op: multiply, args: [x, y]}\n"
+                                   "  - {name: r, op: rotate, args: [m], step: 1}\n"),
             "test.yaml:5:5: key 'steps[1]': step 'r' (rotate): rotate needs a 2-component ciphertext but 'm' has 3 "
             "components (multiplied, not relinearized): add a relinearize step first");
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [1, 2], y: [3, 4]}\n"
-                    "steps:\n"
-                    "  - {name: m, op: multiply, args: [x, y]}\n"
-                    "  - {name: r, op: relinearize, args: [m]}\n"
-                    "  - {name: q, op: multiply, args: [r, r]}\n"
-                    "  - {name: q2, op: relinearize, args: [q]}\n"
-                    "  - {name: z, op: multiply, args: [q2, r]}\n"),
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2], y: [3, 4]}\n"
+                                   "steps:\n"
+                                   "  - {name: m, op: multiply, args: [x, y]}\n"
+                                   "  - {name: r, op: relinearize, args: [m]}\n"
+                                   "  - {name: q, op: multiply, args: [r, r]}\n"
+                                   "  - {name: q2, op: relinearize, args: [q]}\n"
+                                   "  - {name: z, op: multiply, args: [q2, r]}\n"),
             "test.yaml:8:5: key 'steps[4]': step 'z' (multiply): multiply: the result's scale 2^240.0 does not fit the "
             "modulus at level 4 (2^215.0): rescale the operands first");
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [1, 2], w: {values: [3, 4], encrypted: false}}\n"
-                    "steps:\n"
-                    "  - {name: r, op: rotate, args: [w], step: 1}\n"),
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2], w: {values: [3, 4], encrypted: false}}\n"
+                                   "steps:\n"
+                                   "  - {name: r, op: rotate, args: [w], step: 1}\n"),
             "test.yaml:4:5: key 'steps[0]': step 'r' (rotate): 'w' is a plaintext input, but rotate needs a ciphertext "
             "here: set encrypted: true on input 'w', or use it as the second operand of add, sub, multiply_plain or "
             "inner_product");
 }
 
 TEST(PipelineRefusal, DepthBeyondTheParameters) {
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [0.5, -0.25]}\n"
-                    "steps:\n"
-                    "  - {name: x2, op: multiply_relinearize_rescale, args: [x, x]}\n"
-                    "  - name: p\n"
-                    "    op: polynomial\n"
-                    "    args: [x2]\n"
-                    "    coefficients: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"),
-            "test.yaml:5:5: key 'steps[1]': step 'p' (polynomial) goes below level 0: the calculation needs depth 6 but "
-            "the parameters give 4 levels; add 2 primes to params.q_bits or use the preset slots8192_scale30_levels7, or "
-            "lower the polynomial's degree");
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs: {x: [0.5, -0.25]}\n"
-                    "steps:\n"
-                    "  - {name: a, op: multiply_relinearize_rescale, args: [x, x]}\n"
-                    "  - {name: b, op: multiply_relinearize_rescale, args: [a, a]}\n"
-                    "  - {name: c, op: multiply_relinearize_rescale, args: [b, b]}\n"
-                    "  - {name: d, op: multiply_relinearize_rescale, args: [c, c]}\n"
-                    "  - {name: e, op: multiply_relinearize_rescale, args: [d, d]}\n"),
-            "test.yaml:8:5: key 'steps[4]': step 'e' (multiply_relinearize_rescale) goes below level 0: the calculation "
-            "needs depth 5 but the parameters give 4 levels; add 1 prime to params.q_bits or use the preset "
-            "slots8192_scale30_levels7");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [0.5, -0.25]}\n"
+                             "steps:\n"
+                             "  - {name: x2, op: multiply_relinearize_rescale, args: [x, x]}\n"
+                             "  - name: p\n"
+                             "    op: polynomial\n"
+                             "    args: [x2]\n"
+                             "    coefficients: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n"),
+      "test.yaml:5:5: key 'steps[1]': step 'p' (polynomial) goes below level 0: the calculation needs depth 6 but "
+      "the parameters give 4 levels; add 2 primes to params.q_bits or use the preset slots8192_scale30_levels7, or "
+      "lower the polynomial's degree");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [0.5, -0.25]}\n"
+                             "steps:\n"
+                             "  - {name: a, op: multiply_relinearize_rescale, args: [x, x]}\n"
+                             "  - {name: b, op: multiply_relinearize_rescale, args: [a, a]}\n"
+                             "  - {name: c, op: multiply_relinearize_rescale, args: [b, b]}\n"
+                             "  - {name: d, op: multiply_relinearize_rescale, args: [c, c]}\n"
+                             "  - {name: e, op: multiply_relinearize_rescale, args: [d, d]}\n"),
+      "test.yaml:8:5: key 'steps[4]': step 'e' (multiply_relinearize_rescale) goes below level 0: the calculation "
+      "needs depth 5 but the parameters give 4 levels; add 1 prime to params.q_bits or use the preset "
+      "slots8192_scale30_levels7");
 }
 
 TEST(PipelineRefusal, MissingInputFile) {
@@ -264,33 +268,34 @@ TEST(PipelineRefusal, MissingInputFile) {
                                           "  x: {file: data/missing.csv}\n"
                                           "steps: [{name: y, op: negate, args: [x]}]\n",
                                       {}, "/nonexistent-dir");
-  EXPECT_EQ(message, "test.yaml:3:13: key 'inputs.x.file': input file 'data/missing.csv' does not exist (looked for "
-                     "/nonexistent-dir/data/missing.csv; relative paths are resolved against the pipeline's folder)");
+  EXPECT_EQ(message,
+            "test.yaml:3:13: key 'inputs.x.file': input file 'data/missing.csv' does not exist (looked for "
+            "/nonexistent-dir/data/missing.csv; relative paths are resolved against the pipeline's folder)");
 }
 
 TEST(PipelineRefusal, VectorLongerThanTheSlots) {
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs:\n"
-                    "  x: {random: {length: 3000}}\n"
-                    "steps: [{name: y, op: negate, args: [x]}]\n"),
-            "test.yaml:3:6: key 'inputs.x': input 'x' has 3000 values but the parameters give 2048 slots (ring degree / "
-            "2): shorten it or use a larger ring degree (e.g. a slots4096_... preset)");
-  EXPECT_EQ(refusal(kSmallParams +
-                    "inputs:\n"
-                    "  X: {random: {shape: [300, 7]}}\n"
-                    "steps: [{name: y, op: negate, args: [X]}]\n"),
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs:\n"
+                             "  x: {random: {length: 3000}}\n"
+                             "steps: [{name: y, op: negate, args: [x]}]\n"),
+      "test.yaml:3:6: key 'inputs.x': input 'x' has 3000 values but the parameters give 2048 slots (ring degree / "
+      "2): shorten it or use a larger ring degree (e.g. a slots4096_... preset)");
+  EXPECT_EQ(refusal(kSmallParams + "inputs:\n"
+                                   "  X: {random: {shape: [300, 7]}}\n"
+                                   "steps: [{name: y, op: negate, args: [X]}]\n"),
             "test.yaml:3:6: key 'inputs.X': input 'X' has 300x7 values (2400 slots packed, rows padded to a power of "
             "two) but the parameters give 2048 slots (ring degree / 2): shorten it or use a larger ring degree (e.g. a "
             "slots4096_... preset)");
 }
 
 TEST(PipelineRefusal, ParametersAndArguments) {
-  EXPECT_EQ(refusal("params: {ring_degree: 4096, q_bits: [55, 40, 40, 40, 40], p_bits: [55]}\n"
-                    "inputs: {x: [1]}\nsteps: [{name: y, op: negate, args: [x]}]\n"),
-            "test.yaml:1:9: key 'params': parameters are insecure: log2(QP) = 270.0 exceeds the maximum 106 for ring "
-            "degree 4096, ternary secret, 128-bit security (HE security guidelines 2025); use fewer or smaller primes, a "
-            "larger ring degree, or set allow_insecure = true to opt out (in a pipeline: params: {..., allow_insecure: "
-            "true}, for testing only)");
+  EXPECT_EQ(
+      refusal("params: {ring_degree: 4096, q_bits: [55, 40, 40, 40, 40], p_bits: [55]}\n"
+              "inputs: {x: [1]}\nsteps: [{name: y, op: negate, args: [x]}]\n"),
+      "test.yaml:1:9: key 'params': parameters are insecure: log2(QP) = 270.0 exceeds the maximum 106 for ring "
+      "degree 4096, ternary secret, 128-bit security (HE security guidelines 2025); use fewer or smaller primes, a "
+      "larger ring degree, or set allow_insecure = true to opt out (in a pipeline: params: {..., allow_insecure: "
+      "true}, for testing only)");
   EXPECT_EQ(refusal("params: slots8192_scale40_levels9\ninputs: {x: [1]}\nsteps: []\n"),
             "test.yaml:1:9: key 'params': unknown preset 'slots8192_scale40_levels9': expected one of "
             "slots16384_scale30_levels16, slots16384_scale40_levels16, slots16384_scale50_levels13, "
@@ -298,9 +303,10 @@ TEST(PipelineRefusal, ParametersAndArguments) {
             "slots8192_scale30_levels7, slots8192_scale40_levels7, slots8192_scale50_levels6");
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1]}\nsteps: [{name: y, op: add, args: [x]}]\n"),
             "test.yaml:3:34: key 'steps[0].args': operation add takes 2 arguments, got 1");
-  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1]}\nsteps: [{name: x, op: negate, args: [x]}]\n"),
-            "test.yaml:3:16: key 'steps[0].name': the name 'x' is already defined (by an input or an earlier step): names "
-            "are assigned once");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [1]}\nsteps: [{name: x, op: negate, args: [x]}]\n"),
+      "test.yaml:3:16: key 'steps[0].name': the name 'x' is already defined (by an input or an earlier step): names "
+      "are assigned once");
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps: [{name: y, op: rotate, args: [x], step: 2048}]\n"),
             "test.yaml:3:48: key 'steps[0].step': rotation step 2048 is out of range -2047..2047");
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps: [{name: y, op: negate, args: [x]}]\n"
@@ -363,7 +369,7 @@ outputs:
   EXPECT_TRUE(r.relinearization_key);
   EXPECT_TRUE(r.conjugation_key);
   EXPECT_EQ(r.rotation_steps, (std::set<long>{-1, 1, 2, 3, 4, 5, 8}));
-  EXPECT_EQ(r.steps[9].state.level, 3);   // m: rescaled once
+  EXPECT_EQ(r.steps[9].state.level, 3);  // m: rescaled once
   EXPECT_EQ(r.steps[7].state.components, 3);
   EXPECT_EQ(r.steps[20].state.domain, Domain::coefficient);
   EXPECT_EQ(r.steps[26].state.length, 1u);  // inner product: every slot holds the sum
@@ -384,8 +390,10 @@ const std::string kDeepParams =
 
 TEST(PipelineComposite, PolynomialDepthsOfBothMethods) {
   const auto depth = [](const std::string& method, int degree) {
-    return plan_pipeline(parse_pipeline(kDeepParams + "inputs: {x: [0.5]}\nsteps:\n  - {name: p, op: polynomial, args: [x], method: " +
-                                        method + ", coefficients: [" + coefficient_list(degree) + "]}\n"))
+    return plan_pipeline(
+               parse_pipeline(kDeepParams +
+                              "inputs: {x: [0.5]}\nsteps:\n  - {name: p, op: polynomial, args: [x], method: " + method +
+                              ", coefficients: [" + coefficient_list(degree) + "]}\n"))
         .depth;
   };
   // Baby-step giant-step: one level for the baby-step linear combinations
@@ -409,8 +417,9 @@ TEST(PipelineComposite, PolynomialsMatchHornerInDoublePrecision) {
     for (int degree : {1, 2, 3, 5, 8, 13, 21}) {
       const PipelineReport r = run_text(kDeepParams +
                                         "inputs: {x: {random: {range: [-1, 1], length: 64, seed: 4}}}\n"
-                                        "steps:\n  - {name: p, op: polynomial, args: [x], method: " + method +
-                                        ", coefficients: [" + coefficient_list(degree) + "]}\n"
+                                        "steps:\n  - {name: p, op: polynomial, args: [x], method: " +
+                                        method + ", coefficients: [" + coefficient_list(degree) +
+                                        "]}\n"
                                         "outputs: {values: [{value: p, max_error: 1.0e-5}]}\n");
       EXPECT_TRUE(r.ok) << method << " degree " << degree << ": " << r.outputs[0].error.max;
       EXPECT_EQ(r.outputs[0].error.count, 64u);
@@ -426,30 +435,60 @@ TEST(PipelineComposite, MatvecOfAnyShapeMatchesTheRowByRowProduct) {
   };
   const std::vector<double> x = {0.5, -1, 0.25, 2, -0.75};
   const std::vector<Case> cases = {
-      {"[[1, 2, 3, 4, 5], [0, 1, 0, 1, 0], [-1, -1, -1, -1, -1]]", {{1, 2, 3, 4, 5}, {0, 1, 0, 1, 0}, {-1, -1, -1, -1, -1}}},
+      {"[[1, 2, 3, 4, 5], [0, 1, 0, 1, 0], [-1, -1, -1, -1, -1]]",
+       {{1, 2, 3, 4, 5}, {0, 1, 0, 1, 0}, {-1, -1, -1, -1, -1}}},
       {"[[1, 0, 0, 0, 0], [0, 0, 0, 0, 2], [0, 0, 3, 0, 0], [0, 4, 0, 0, 0], [5, 0, 0, 0, 0], [1, 1, 1, 1, 1], "
        "[0.5, 0, 0, 0, 0]]",
-       {{1, 0, 0, 0, 0}, {0, 0, 0, 0, 2}, {0, 0, 3, 0, 0}, {0, 4, 0, 0, 0}, {5, 0, 0, 0, 0}, {1, 1, 1, 1, 1}, {0.5, 0, 0, 0, 0}}},
+       {{1, 0, 0, 0, 0},
+        {0, 0, 0, 0, 2},
+        {0, 0, 3, 0, 0},
+        {0, 4, 0, 0, 0},
+        {5, 0, 0, 0, 0},
+        {1, 1, 1, 1, 1},
+        {0.5, 0, 0, 0, 0}}},
   };
   for (const Case& c : cases) {
-    const PipelineReport r = run_text(kSmallParams +
-                                      "inputs: {x: [0.5, -1, 0.25, 2, -0.75]}\n"
-                                      "steps:\n  - {name: y, op: matvec, args: [x], matrix: " + c.matrix + "}\n"
-                                      "outputs: {values: [{value: y, max_error: 1.0e-6}]}\n");
-    ASSERT_EQ(r.outputs[0].count, c.m.size());
-    for (std::size_t row = 0; row < c.m.size(); ++row) {
-      double expected = 0;
-      for (std::size_t k = 0; k < x.size(); ++k) expected += c.m[row][k] * x[k];
-      EXPECT_NEAR(r.outputs[0].expected[row], expected, 1e-12);
-      EXPECT_NEAR(r.outputs[0].values[row], expected, 1e-6);
+    for (const std::string method : {"diagonal", "bsgs"}) {
+      const PipelineReport r = run_text(kSmallParams +
+                                        "inputs: {x: [0.5, -1, 0.25, 2, -0.75]}\n"
+                                        "steps:\n  - {name: y, op: matvec, args: [x], method: " +
+                                        method + ", matrix: " + c.matrix +
+                                        "}\n"
+                                        "outputs: {values: [{value: y, max_error: 1.0e-6}]}\n");
+      ASSERT_EQ(r.outputs[0].count, c.m.size());
+      for (std::size_t row = 0; row < c.m.size(); ++row) {
+        double expected = 0;
+        for (std::size_t k = 0; k < x.size(); ++k) expected += c.m[row][k] * x[k];
+        EXPECT_NEAR(r.outputs[0].expected[row], expected, 1e-12);
+        EXPECT_NEAR(r.outputs[0].values[row], expected, 1e-6);
+      }
+      EXPECT_TRUE(r.ok) << method << ": " << r.outputs[0].error.max;
+      EXPECT_EQ(r.steps[0].state.level, 3);  // one rescale
     }
-    EXPECT_TRUE(r.ok) << r.outputs[0].error.max;
-    EXPECT_EQ(r.steps[0].state.level, 3);  // one rescale
   }
   // Seven columns need a period of eight: a vector of five values does not fit.
-  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1, 2, 3, 4, 5]}\nsteps:\n  - {name: y, op: matvec, args: [x], matrix: [[1, 2, 3, 4, 5, 6, 7]]}\n"),
-            "test.yaml:4:5: key 'steps[0]': step 'y' (matvec): matrix is 1x7 but 'x' has 5 values: the matrix needs one "
-            "column per value");
+  EXPECT_EQ(
+      refusal(kSmallParams + "inputs: {x: [1, 2, 3, 4, 5]}\nsteps:\n  - {name: y, op: matvec, args: [x], matrix: [[1, "
+                             "2, 3, 4, 5, 6, 7]]}\n"),
+      "test.yaml:4:5: key 'steps[0]': step 'y' (matvec): matrix is 1x7 but 'x' has 5 values: the matrix needs one "
+      "column per value");
+}
+
+TEST(PipelineComposite, MatvecBabyStepGiantStepNeedsFewerKeys) {
+  const std::string text = kSmallParams +
+                           "inputs:\n"
+                           "  x: {random: {length: 16, seed: 8}}\n"
+                           "  W: {random: {shape: [16, 16], seed: 9}, encrypted: false}\n"
+                           "steps: [{name: y, op: matvec, args: [x], matrix: W}]\n"
+                           "outputs: {values: [{value: y, max_error: 1.0e-6}]}\n"
+                           "execution: {seed: 3}\n";
+  const PipelineReport diagonal = run_text(text);
+  const PipelineReport bsgs = run_text(text, {"steps[0].method=bsgs"});
+  EXPECT_EQ(diagonal.rotation_steps.size(), 15u);
+  EXPECT_EQ(bsgs.rotation_steps, (std::set<long>{1, 2, 3, 4, 8, 12}));
+  EXPECT_TRUE(diagonal.ok && bsgs.ok);
+  EXPECT_EQ(diagonal.outputs[0].expected, bsgs.outputs[0].expected);
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_NEAR(diagonal.outputs[0].values[i], bsgs.outputs[0].values[i], 2e-6);
 }
 
 TEST(PipelineComposite, InnerProductAndSumOfSlots) {
@@ -526,11 +565,12 @@ TEST(PipelineModes, EagerProgramAndGraphAgree) {
 
 TEST(PipelineModes, InputsCanBeOutputsInEveryMode) {
   for (const char* mode : {"eager", "program", "graph"}) {
-    const PipelineReport r = run_text(kSmallParams +
-                                          "inputs: {x: {random: {length: 4, seed: 5}}}\n"
-                                          "steps: [{name: y, op: rotate, args: [x], step: 1}]\n"
-                                          "outputs: {values: [{value: x, max_error: 1.0e-6}, {value: y, max_error: 1.0e-6}]}\n",
-                                      {std::string("execution.mode=") + mode, "inputs.x.random.seed=6"});
+    const PipelineReport r =
+        run_text(kSmallParams +
+                     "inputs: {x: {random: {length: 4, seed: 5}}}\n"
+                     "steps: [{name: y, op: rotate, args: [x], step: 1}]\n"
+                     "outputs: {values: [{value: x, max_error: 1.0e-6}, {value: y, max_error: 1.0e-6}]}\n",
+                 {std::string("execution.mode=") + mode, "inputs.x.random.seed=6"});
     EXPECT_TRUE(r.ok) << mode;
     ASSERT_EQ(r.outputs.size(), 2u);
     EXPECT_EQ(r.outputs[0].expected[1], r.outputs[1].expected[0]) << mode;  // y is x rotated by one
@@ -633,7 +673,8 @@ PipelineReport run_example(const std::string& name) {
   const PipelineReport r = run_pipeline(load_pipeline(path, {"backend=cpu"}), cpu_options());
   std::cout << name << ": mode " << to_string(r.mode) << ", depth " << r.depth << ", " << r.total_median_ms
             << " ms median";
-  for (const auto& o : r.outputs) std::cout << "; " << o.name << " max error " << o.error.max << " (" << o.error.bits << " bits)";
+  for (const auto& o : r.outputs)
+    std::cout << "; " << o.name << " max error " << o.error.max << " (" << o.error.bits << " bits)";
   std::cout << "\n";
   return r;
 }
@@ -697,8 +738,8 @@ struct Command {
 Command run_command(const std::string& args) {
   const auto dir = std::filesystem::temp_directory_path() / ("fhelium-cli-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string cmd = "cd " + dir.string() + " && " + fhelium_binary() + " " + args + " >" + (dir / "out").string() +
-                          " 2>" + (dir / "err").string();
+  const std::string cmd = "cd " + dir.string() + " && " + fhelium_binary() + " " + args + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
   const int status = std::system(cmd.c_str());
   const auto slurp = [](const std::filesystem::path& p) {
     std::ifstream in(p);
@@ -747,7 +788,8 @@ TEST(PipelineCommandLine, SubcommandsExitCodesAndOneLineReasons) {
   EXPECT_EQ(backends.rc, 0);
   EXPECT_NE(backends.out.find("cpu        version"), std::string::npos) << backends.out;
 
-  const Command run = run_command("run " + examples + "sigmoid.yaml --backend cpu -q -o reports/r.json "
+  const Command run = run_command("run " + examples +
+                                  "sigmoid.yaml --backend cpu -q -o reports/r.json "
                                   "--set execution.repetitions=1");
   ASSERT_EQ(run.rc, 0) << run.err;
   EXPECT_NE(run.out.find("bound 5e-05 ok"), std::string::npos) << run.out;

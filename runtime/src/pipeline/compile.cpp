@@ -120,8 +120,9 @@ class Compiler {
     try {
       ctx_ = Context::create(spec_.params.parameters);
     } catch (const SecurityError& e) {
-      throw PipelineError(spec_.params.mark, "params",
-                          std::string(e.what()) + " (in a pipeline: params: {..., allow_insecure: true}, for testing only)");
+      throw PipelineError(
+          spec_.params.mark, "params",
+          std::string(e.what()) + " (in a pipeline: params: {..., allow_insecure: true}, for testing only)");
     } catch (const Error& e) {
       throw PipelineError(spec_.params.mark, "params", e.what());
     }
@@ -190,7 +191,8 @@ class Compiler {
   }
 
   double prime(int level) const {
-    if (level >= 0 && level <= ctx_->max_level()) return static_cast<double>(ctx_->q()[static_cast<std::size_t>(level)].value);
+    if (level >= 0 && level <= ctx_->max_level())
+      return static_cast<double>(ctx_->q()[static_cast<std::size_t>(level)].value);
     return spec_.params.parameters.scale;  // beyond the parameters (only while measuring a depth error)
   }
 
@@ -236,7 +238,8 @@ class Compiler {
   void require_two(const char* op, int a) {
     if (st(a).components != 2) {
       refuse(std::string(op) + " needs a 2-component ciphertext but " + label(a) + " has " +
-             std::to_string(st(a).components) + " components (multiplied, not relinearized): add a relinearize step first");
+             std::to_string(st(a).components) +
+             " components (multiplied, not relinearized): add a relinearize step first");
     }
   }
 
@@ -249,8 +252,8 @@ class Compiler {
     const auto& hv = out_.values[static_cast<std::size_t>(high)];
     if (hv.named) {
       const std::string n = hv.name + "_" + std::to_string(st(low).level);
-      fix = ": add a step {name: " + n + ", op: drop_to_level, args: [" + hv.name + "], level: " +
-            std::to_string(st(low).level) + "} and use " + n;
+      fix = ": add a step {name: " + n + ", op: drop_to_level, args: [" + hv.name +
+            "], level: " + std::to_string(st(low).level) + "} and use " + n;
     } else {
       fix = ": bring them to one level with drop_to_level";
     }
@@ -276,8 +279,9 @@ class Compiler {
              " are in different domains: convert one with to_ntt or to_coefficient");
     }
     if (st(a).components != st(b).components) {
-      refuse(std::string(op) + ": operands " + label(a) + " (" + std::to_string(st(a).components) + " components) and " +
-             label(b) + " (" + std::to_string(st(b).components) + " components) differ: relinearize the 3-component one first");
+      refuse(std::string(op) + ": operands " + label(a) + " (" + std::to_string(st(a).components) +
+             " components) and " + label(b) + " (" + std::to_string(st(b).components) +
+             " components) differ: relinearize the 3-component one first");
     }
   }
 
@@ -288,9 +292,10 @@ class Compiler {
     const double modulus = log_q_[static_cast<std::size_t>(s.level)];
     if (bits >= modulus - 1) {
       char buffer[256];
-      std::snprintf(buffer, sizeof buffer,
-                    "%s: the result's scale 2^%.1f does not fit the modulus at level %d (2^%.1f): rescale the operands first",
-                    op, bits, s.level, modulus);
+      std::snprintf(
+          buffer, sizeof buffer,
+          "%s: the result's scale 2^%.1f does not fit the modulus at level %d (2^%.1f): rescale the operands first", op,
+          bits, s.level, modulus);
       refuse(buffer);
     }
   }
@@ -671,8 +676,9 @@ class Compiler {
       std::string known = known_list(defined, s.args[j]);
       known = known.substr(1, known.size() - 2);  // without the parentheses
       const SourceMark mark = j < s.arg_marks.size() ? s.arg_marks[j] : s.mark;
-      throw PipelineError(mark, s.key + ".args[" + std::to_string(j) + "]",
-                          "undefined value '" + s.args[j] + "': define it in inputs or in an earlier step (" + known + ")");
+      throw PipelineError(
+          mark, s.key + ".args[" + std::to_string(j) + "]",
+          "undefined value '" + s.args[j] + "': define it in inputs or in an earlier step (" + known + ")");
     }
     return it->second;
   }
@@ -711,7 +717,8 @@ class Compiler {
     }
     const InputSpec& in = spec_.inputs[static_cast<std::size_t>(it->second.input)];
     if (in.encrypted) {
-      refuse("matrix '" + in.name + "' is encrypted; matvec multiplies by a plaintext matrix: set encrypted: false on it");
+      refuse("matrix '" + in.name +
+             "' is encrypted; matvec multiplies by a plaintext matrix: set encrypted: false on it");
     }
     if (!in.is_matrix()) {
       refuse("matrix '" + in.name + "' is a vector of " + std::to_string(in.cols) +
@@ -719,7 +726,8 @@ class Compiler {
     }
     std::vector<std::vector<double>> m(in.rows);
     for (std::size_t r = 0; r < in.rows; ++r) {
-      m[r].assign(in.values.begin() + static_cast<long>(r * in.cols), in.values.begin() + static_cast<long>((r + 1) * in.cols));
+      m[r].assign(in.values.begin() + static_cast<long>(r * in.cols),
+                  in.values.begin() + static_cast<long>((r + 1) * in.cols));
     }
     return m;
   }
@@ -739,7 +747,8 @@ class Compiler {
              std::to_string(cols) + " columns needs a period of " + std::to_string(px));
     }
     if (py > slots_) {
-      refuse("matrix has " + std::to_string(rows) + " rows but the parameters give " + std::to_string(slots_) + " slots");
+      refuse("matrix has " + std::to_string(rows) + " rows but the parameters give " + std::to_string(slots_) +
+             " slots");
     }
     const auto entry = [&](std::size_t r, std::size_t c) { return r < rows && c < cols ? m[r][c] : 0.0; };
     std::vector<long> steps;
@@ -759,18 +768,57 @@ class Compiler {
     }
     if (used.empty()) refuse("the matrix is all zeros");
     expect_rescale_from(st(xi).level);
-    std::vector<int> rotations;
-    if (!steps.empty()) rotations = rotate_hoisted(xi, steps);
     const double plain_scale = prime(st(xi).level);
-    std::vector<int> products;
-    std::size_t next_rotation = 0;
-    for (std::size_t k = 0; k < used.size(); ++k) {
-      const int source = used[k] == 0 ? xi : rotations[next_rotation++];
-      products.push_back(multiply_plain(source, diagonals[k], plain_scale,
-                                        "diagonal " + std::to_string(used[k]) + " of the matrix of step '" + s.name + "'"));
+    const auto what = [&](std::size_t i) {
+      return "diagonal " + std::to_string(i) + " of the matrix of step '" + s.name + "'";
+    };
+    int total;
+    if (!s.matvec_bsgs) {
+      // y = sum_i d_i * rotate(x, i), every rotation hoisted.
+      std::vector<int> rotations;
+      if (!steps.empty()) rotations = rotate_hoisted(xi, steps);
+      std::vector<int> products;
+      std::size_t next_rotation = 0;
+      for (std::size_t k = 0; k < used.size(); ++k) {
+        const int source = used[k] == 0 ? xi : rotations[next_rotation++];
+        products.push_back(multiply_plain(source, diagonals[k], plain_scale, what(used[k])));
+      }
+      total = sum(products);
+    } else {
+      // Baby-step giant-step: i = g B + b,
+      // y = sum_g rotate(sum_b rotate(d_i, -g B) * rotate(x, b), g B):
+      // B - 1 hoisted baby rotations and one giant rotation per group.
+      std::size_t baby = 1;
+      while (baby * baby * 2 <= px) baby *= 2;  // the power of two nearest sqrt(px), rounding down at ties
+      std::vector<long> baby_steps;
+      std::vector<bool> baby_used(baby, false);
+      for (std::size_t i : used) baby_used[i % baby] = true;
+      for (std::size_t b = 1; b < baby; ++b) {
+        if (baby_used[b]) baby_steps.push_back(static_cast<long>(b));
+      }
+      std::vector<int> babies(baby, -1);
+      babies[0] = xi;
+      if (!baby_steps.empty()) {
+        const auto r = rotate_hoisted(xi, baby_steps);
+        for (std::size_t k = 0; k < r.size(); ++k) babies[static_cast<std::size_t>(baby_steps[k])] = r[k];
+      }
+      std::vector<int> groups;
+      for (std::size_t g = 0; g * baby < px; ++g) {
+        std::vector<int> products;
+        for (std::size_t k = 0; k < used.size(); ++k) {
+          if (used[k] / baby != g) continue;
+          const long shift = static_cast<long>(g * baby);
+          products.push_back(multiply_plain(babies[used[k] % baby], g ? rotated(diagonals[k], -shift) : diagonals[k],
+                                            plain_scale, what(used[k])));
+        }
+        if (products.empty()) continue;
+        const int inner = sum(products);
+        groups.push_back(g ? rotate(inner, static_cast<long>(g * baby)) : inner);
+      }
+      total = sum(groups);
     }
     NamedValue r;
-    r.ir = rescale(sum(products));
+    r.ir = rescale(total);
     r.length = rows;
     r.period = py;
     // The clear product, row by row, independent of the diagonal layout.
@@ -816,7 +864,9 @@ class Compiler {
 
   std::vector<std::pair<std::string, NamedValue>> dispatch(const StepSpec& s, const std::vector<const NamedValue*>& a) {
     const std::string& op = s.op;
-    const auto one = [&](NamedValue v) { return std::vector<std::pair<std::string, NamedValue>>{{s.name, std::move(v)}}; };
+    const auto one = [&](NamedValue v) {
+      return std::vector<std::pair<std::string, NamedValue>>{{s.name, std::move(v)}};
+    };
     const auto unary = [&](int ir, const Slots& clear) {
       NamedValue r;
       r.ir = ir;
@@ -834,7 +884,8 @@ class Compiler {
       if (a[0]->encrypted && a[1]->encrypted) {
         r.ir = is_add ? add(a[0]->ir, a[1]->ir) : sub(a[0]->ir, a[1]->ir);
       } else if (a[0]->encrypted) {
-        r.ir = add_plain(is_add ? OpKind::add : OpKind::sub, a[0]->ir, plain(*a[1], s.args[1]), "plaintext '" + s.args[1] + "'");
+        r.ir = add_plain(is_add ? OpKind::add : OpKind::sub, a[0]->ir, plain(*a[1], s.args[1]),
+                         "plaintext '" + s.args[1] + "'");
       } else if (is_add) {
         r.ir = add_plain(OpKind::add, a[1]->ir, plain(*a[0], s.args[0]), "plaintext '" + s.args[0] + "'");
       } else {  // plain - ct = -(ct - plain)
@@ -848,11 +899,13 @@ class Compiler {
       const int x = ct(*a[0], s.args[0], op);
       const double v = s.value;
       const bool plus = op == "add_scalar";
-      return unary(plus ? add_scalar(x, v) : sub_scalar(x, v), map(a[0]->clear, [&](auto y) { return plus ? y + v : y - v; }));
+      return unary(plus ? add_scalar(x, v) : sub_scalar(x, v),
+                   map(a[0]->clear, [&](auto y) { return plus ? y + v : y - v; }));
     }
     if (op == "multiply") {
       const int x = ct(*a[0], s.args[0], op);
-      if (!a[1]->encrypted) refuse("'" + s.args[1] + "' is a plaintext input: use multiply_plain to multiply by a plaintext");
+      if (!a[1]->encrypted)
+        refuse("'" + s.args[1] + "' is a plaintext input: use multiply_plain to multiply by a plaintext");
       NamedValue r = elementwise(*a[0], *a[1]);
       r.ir = multiply(x, a[1]->ir);
       r.clear = zip(a[0]->clear, a[1]->clear, [](auto p, auto q) { return p * q; });
@@ -861,20 +914,24 @@ class Compiler {
     if (op == "relinearize") return unary(relinearize(ct(*a[0], s.args[0], op)), a[0]->clear);
     if (op == "multiply_plain") {
       const int x = ct(*a[0], s.args[0], op);
-      if (a[1]->encrypted) refuse("'" + s.args[1] + "' is encrypted: use multiply (or multiply_relinearize_rescale) for two ciphertexts");
+      if (a[1]->encrypted)
+        refuse("'" + s.args[1] + "' is encrypted: use multiply (or multiply_relinearize_rescale) for two ciphertexts");
       NamedValue r = elementwise(*a[0], *a[1]);
-      r.ir = multiply_plain(x, plain(*a[1], s.args[1]), s.plain_scale.value_or(prime(st(x).level)), "plaintext '" + s.args[1] + "'");
+      r.ir = multiply_plain(x, plain(*a[1], s.args[1]), s.plain_scale.value_or(prime(st(x).level)),
+                            "plaintext '" + s.args[1] + "'");
       r.clear = zip(a[0]->clear, a[1]->clear, [](auto p, auto q) { return p * q; });
       return one(std::move(r));
     }
     if (op == "multiply_scalar") {
       const int x = ct(*a[0], s.args[0], op);
       const double v = s.value;
-      return unary(multiply_scalar(x, v, s.scalar_scale.value_or(prime(st(x).level))), map(a[0]->clear, [&](auto y) { return y * v; }));
+      return unary(multiply_scalar(x, v, s.scalar_scale.value_or(prime(st(x).level))),
+                   map(a[0]->clear, [&](auto y) { return y * v; }));
     }
     if (op == "multiply_integer") {
       const double v = static_cast<double>(s.integer);
-      return unary(multiply_integer(ct(*a[0], s.args[0], op), s.integer), map(a[0]->clear, [&](auto y) { return y * v; }));
+      return unary(multiply_integer(ct(*a[0], s.args[0], op), s.integer),
+                   map(a[0]->clear, [&](auto y) { return y * v; }));
     }
     if (op == "rescale") return unary(rescale(ct(*a[0], s.args[0], op)), a[0]->clear);
     if (op == "drop_to_level") return unary(drop(ct(*a[0], s.args[0], op), s.level, true), a[0]->clear);
@@ -977,13 +1034,15 @@ class Compiler {
         throw PipelineError(o.mark, o.key, "undefined value '" + o.value + "' " + known_list(defined, o.value));
       }
       if (!it->second.encrypted) {
-        throw PipelineError(o.mark, o.key, "'" + o.value + "' is a plaintext input: only encrypted values are decrypted");
+        throw PipelineError(o.mark, o.key,
+                            "'" + o.value + "' is a plaintext input: only encrypted values are decrypted");
       }
       const std::size_t count = o.count.value_or(it->second.length);
       if ((count - 1) * o.stride >= slots_) {
         throw PipelineError(o.mark, o.key,
-                            "count " + std::to_string(count) + " with stride " + std::to_string(o.stride) + " reaches slot " +
-                                std::to_string((count - 1) * o.stride) + ", beyond the " + std::to_string(slots_) + " slots");
+                            "count " + std::to_string(count) + " with stride " + std::to_string(o.stride) +
+                                " reaches slot " + std::to_string((count - 1) * o.stride) + ", beyond the " +
+                                std::to_string(slots_) + " slots");
       }
     }
   }

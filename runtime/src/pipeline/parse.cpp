@@ -41,9 +41,12 @@ PipelineError::PipelineError(SourceMark mark, std::string key, std::string reaso
 
 std::string to_string(ExecutionMode mode) {
   switch (mode) {
-    case ExecutionMode::eager: return "eager";
-    case ExecutionMode::program: return "program";
-    case ExecutionMode::graph: return "graph";
+    case ExecutionMode::eager:
+      return "eager";
+    case ExecutionMode::program:
+      return "program";
+    case ExecutionMode::graph:
+      return "graph";
   }
   return "?";
 }
@@ -82,7 +85,8 @@ std::string known_list(const std::vector<std::string>& known, const std::string&
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::size_t next_power_of_two(std::size_t n) {
@@ -106,7 +110,8 @@ struct Document {
 // A YAML node with its key path, for messages.
 class Y {
  public:
-  Y(YAML::Node node, std::string path, const Document* doc) : node_(std::move(node)), path_(std::move(path)), doc_(doc) {}
+  Y(YAML::Node node, std::string path, const Document* doc)
+      : node_(std::move(node)), path_(std::move(path)), doc_(doc) {}
 
   const std::string& path() const { return path_; }
   const YAML::Node& node() const { return node_; }
@@ -114,8 +119,7 @@ class Y {
   SourceMark mark() const { return mark_at(node_.Mark(), path_); }
   SourceMark mark_at(const YAML::Mark& m, const std::string& path) const {
     for (const auto& [override_path, text] : doc_->overrides) {
-      if (path == override_path || path.rfind(override_path + ".", 0) == 0 ||
-          path.rfind(override_path + "[", 0) == 0) {
+      if (path == override_path || path.rfind(override_path + ".", 0) == 0 || path.rfind(override_path + "[", 0) == 0) {
         return {"--set " + text, 0, 0};
       }
     }
@@ -154,9 +158,9 @@ class Y {
     for (auto it = node_.begin(); it != node_.end(); ++it) {
       const std::string key = it->first.Scalar();
       if (std::find(known.begin(), known.end(), key) == known.end()) {
-        throw PipelineError(mark_at(it->first.Mark(), child_path(key)), child_path(key),
-                            "unknown key" + (what.empty() ? std::string() : " for " + what) + " " +
-                                known_list(known, key));
+        throw PipelineError(
+            mark_at(it->first.Mark(), child_path(key)), child_path(key),
+            "unknown key" + (what.empty() ? std::string() : " for " + what) + " " + known_list(known, key));
       }
     }
   }
@@ -258,8 +262,8 @@ class Y {
       rows.push_back(row.numbers());
       if (rows.back().empty()) row.fail("a matrix row is empty");
       if (rows.back().size() != rows.front().size()) {
-        row.fail("matrix rows differ in length: row 0 has " + std::to_string(rows.front().size()) + " values, this row " +
-                 std::to_string(rows.back().size()));
+        row.fail("matrix rows differ in length: row 0 has " + std::to_string(rows.front().size()) +
+                 " values, this row " + std::to_string(rows.back().size()));
       }
     }
     if (rows.empty()) fail("the matrix is empty");
@@ -275,7 +279,7 @@ class Y {
 // ---- command-line overrides ----
 
 struct PathSegment {
-  std::string key;                 // map key (empty when the segment is an index)
+  std::string key;  // map key (empty when the segment is an index)
   std::optional<std::size_t> index;
 };
 
@@ -283,7 +287,8 @@ std::vector<PathSegment> split_path(const std::string& path, const std::string& 
   std::vector<PathSegment> out;
   std::size_t i = 0;
   const auto bad = [&] {
-    throw PipelineError({"--set " + text, 0, 0}, path, "expected KEY=VALUE with KEY like execution.mode or steps[2].step");
+    throw PipelineError({"--set " + text, 0, 0}, path,
+                        "expected KEY=VALUE with KEY like execution.mode or steps[2].step");
   };
   while (i < path.size()) {
     std::size_t j = i;
@@ -293,7 +298,9 @@ std::vector<PathSegment> split_path(const std::string& path, const std::string& 
       const std::size_t close = path.find(']', j);
       if (close == std::string::npos || close == j + 1) bad();
       const std::string digits = path.substr(j + 1, close - j - 1);
-      if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) bad();
+      if (!std::all_of(digits.begin(), digits.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        bad();
       out.push_back({"", static_cast<std::size_t>(std::stoull(digits))});
       j = close + 1;
     }
@@ -367,7 +374,8 @@ std::string apply_override(YAML::Node& root, const std::string& text) {
         current[seg.key] = value;
         return canonical;
       }
-      if (!current[seg.key].IsDefined() || current[seg.key].IsNull()) current[seg.key] = YAML::Node(YAML::NodeType::Map);
+      if (!current[seg.key].IsDefined() || current[seg.key].IsNull())
+        current[seg.key] = YAML::Node(YAML::NodeType::Map);
       next.reset(current[seg.key]);
     }
     current.reset(next);
@@ -406,7 +414,8 @@ std::vector<std::vector<double>> read_csv(const std::string& path, const Y& at) 
     bool header = false;
     std::string cell;
     std::stringstream cells(line);
-    const char separator = line.find(',') != std::string::npos ? ',' : (line.find(';') != std::string::npos ? ';' : ' ');
+    const char separator =
+        line.find(',') != std::string::npos ? ',' : (line.find(';') != std::string::npos ? ';' : ' ');
     while (std::getline(cells, cell, separator)) {
       const auto b = cell.find_first_not_of(" \t");
       if (b == std::string::npos) {
@@ -465,7 +474,8 @@ std::vector<std::vector<double>> read_json(const std::string& path, const Y& at)
     return rows;
   }
   for (const auto& r : array) {
-    if (!r.is_array() || r.as_array().empty()) at.fail("input file '" + path + "': every row must be a non-empty array");
+    if (!r.is_array() || r.as_array().empty())
+      at.fail("input file '" + path + "': every row must be a non-empty array");
     std::vector<double> row;
     for (const auto& v : r.as_array()) row.push_back(number(v));
     if (!rows.empty() && row.size() != rows.front().size()) {
@@ -628,13 +638,14 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
       std::string distribution = "uniform";
       if (auto d = r->get("distribution")) distribution = d->str();
       if (distribution != "uniform" && distribution != "normal") {
-        r->get("distribution")->fail("unknown distribution '" + distribution + "' " +
-                                    known_list({"uniform", "normal"}, distribution));
+        r->get("distribution")
+            ->fail("unknown distribution '" + distribution + "' " + known_list({"uniform", "normal"}, distribution));
       }
       std::uint64_t seed = 1;
       if (auto s = r->get("seed")) seed = static_cast<std::uint64_t>(s->integer());
       std::size_t rows = 0, cols = 0;
-      if (r->has("length") == r->has("shape")) r->fail("a random input needs one of length (a vector) or shape [rows, cols]");
+      if (r->has("length") == r->has("shape"))
+        r->fail("a random input needs one of length (a vector) or shape [rows, cols]");
       if (auto l = r->get("length")) {
         cols = static_cast<std::size_t>(l->integer_in(1, 1 << 20));
       } else {
@@ -648,7 +659,8 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
       std::ostringstream description;
       if (distribution == "uniform") {
         double lo = -1, hi = 1;
-        if (r->has("mean") || r->has("stddev")) r->fail("mean and stddev are for the normal distribution; uniform takes range");
+        if (r->has("mean") || r->has("stddev"))
+          r->fail("mean and stddev are for the normal distribution; uniform takes range");
         if (auto range = r->get("range")) {
           const auto bounds = range->numbers();
           if (bounds.size() != 2 || !(bounds[0] < bounds[1])) range->fail("range is [low, high] with low < high");
@@ -683,7 +695,8 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
       std::string format;
       if (auto fmt = y.get("format")) {
         format = fmt->str();
-        if (format != "csv" && format != "json") fmt->fail("unknown format '" + format + "' " + known_list({"csv", "json"}, format));
+        if (format != "csv" && format != "json")
+          fmt->fail("unknown format '" + format + "' " + known_list({"csv", "json"}, format));
       } else {
         const std::string ext = path.extension().string();
         if (ext == ".csv" || ext == ".txt") {
@@ -696,7 +709,8 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
       }
       std::error_code ec;
       if (!std::filesystem::is_regular_file(path, ec)) {
-        f.fail("input file '" + file + "' does not exist (looked for " + std::filesystem::absolute(path).lexically_normal().string() +
+        f.fail("input file '" + file + "' does not exist (looked for " +
+               std::filesystem::absolute(path).lexically_normal().string() +
                "; relative paths are resolved against the pipeline's folder)");
       }
       set_shape(in, format == "csv" ? read_csv(path.string(), f) : read_json(path.string(), f));
@@ -709,7 +723,8 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
       in.level = l->integer_in(0, params.max_level());
     }
     if (auto s = y.get("scale_bits")) {
-      if (!in.encrypted) s->fail("scale_bits applies to encrypted inputs (a plaintext is encoded at the scale its use needs)");
+      if (!in.encrypted)
+        s->fail("scale_bits applies to encrypted inputs (a plaintext is encoded at the scale its use needs)");
       const double bits = s->number();
       if (bits < 1 || bits > 120) s->fail("scale_bits must be in 1..120");
       in.scale = std::exp2(bits);
@@ -733,7 +748,7 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
 
 struct OpInfo {
   int min_args;
-  int max_args;  // -1: any number
+  int max_args;                   // -1: any number
   std::vector<std::string> keys;  // besides name, op, args
 };
 
@@ -758,7 +773,7 @@ const std::map<std::string, OpInfo>& op_table() {
       {"to_coefficient", {1, 1, {}}},
       {"sum", {1, -1, {}}},
       {"multiply_relinearize_rescale", {2, 2, {}}},
-      {"matvec", {1, 1, {"matrix"}}},
+      {"matvec", {1, 1, {"matrix", "method"}}},
       {"polynomial", {1, 1, {"coefficients", "method"}}},
       {"inner_product", {2, 2, {"width"}}},
       {"sum_slots", {1, 1, {"width"}}},
@@ -796,10 +811,10 @@ StepSpec parse_step(const Y& y, const CkksParameters& params) {
   }
   const int n = static_cast<int>(s.args.size());
   if (n < info.min_args || (info.max_args >= 0 && n > info.max_args)) {
-    const std::string expected = info.max_args < 0 ? "at least " + std::to_string(info.min_args)
-                                                   : std::to_string(info.min_args);
-    args.fail("operation " + s.op + " takes " + expected + " argument" + (info.min_args == 1 && info.max_args == 1 ? "" : "s") +
-              ", got " + std::to_string(n));
+    const std::string expected =
+        info.max_args < 0 ? "at least " + std::to_string(info.min_args) : std::to_string(info.min_args);
+    args.fail("operation " + s.op + " takes " + expected + " argument" +
+              (info.min_args == 1 && info.max_args == 1 ? "" : "s") + ", got " + std::to_string(n));
   }
   const auto need = [&](const std::string& key, const std::string& hint) { return y.require(key, hint); };
   if (s.op == "add_scalar" || s.op == "sub_scalar") s.value = need("value", "the constant").number();
@@ -862,6 +877,14 @@ StepSpec parse_step(const Y& y, const CkksParameters& params) {
       s.matrix_input = m.str();
     } else {
       s.matrix = m.matrix();
+    }
+    if (auto method = y.get("method")) {
+      const std::string name = method->str();
+      if (name == "bsgs" || name == "baby_step_giant_step") {
+        s.matvec_bsgs = true;
+      } else if (name != "diagonal") {
+        method->fail("unknown method '" + name + "' " + known_list({"diagonal", "bsgs"}, name));
+      }
     }
   }
   if (s.op == "polynomial") {
@@ -931,7 +954,8 @@ OutputSpec parse_output(const Y& y) {
   if (auto f = y.get("file")) o.file = f->str();
   if (auto f = y.get("format")) {
     o.format = f->str();
-    if (o.format != "json" && o.format != "csv") f->fail("unknown format '" + o.format + "' " + known_list({"json", "csv"}, o.format));
+    if (o.format != "json" && o.format != "csv")
+      f->fail("unknown format '" + o.format + "' " + known_list({"json", "csv"}, o.format));
     if (o.file.empty()) f->fail("format needs a file");
   } else if (!o.file.empty()) {
     const std::string ext = std::filesystem::path(o.file).extension().string();
@@ -940,7 +964,8 @@ OutputSpec parse_output(const Y& y) {
     } else if (ext == ".csv") {
       o.format = "csv";
     } else {
-      y.get("file")->fail("cannot tell the format of '" + o.file + "' from its extension: use .json or .csv, or add format");
+      y.get("file")->fail("cannot tell the format of '" + o.file +
+                          "' from its extension: use .json or .csv, or add format");
     }
   }
   if (auto c = y.get("count")) o.count = static_cast<std::size_t>(c->integer_in(1, 1 << 20));
@@ -967,7 +992,8 @@ void parse_outputs(const Y& y, PipelineSpec& spec) {
     r->only({"file", "step_errors", "include_values"}, "the report");
     if (auto f = r->get("file")) spec.report.file = f->str();
     if (auto s = r->get("step_errors")) spec.report.step_errors = s->boolean();
-    if (auto i = r->get("include_values")) spec.report.include_values = static_cast<std::size_t>(i->integer_in(0, 1 << 20));
+    if (auto i = r->get("include_values"))
+      spec.report.include_values = static_cast<std::size_t>(i->integer_in(0, 1 << 20));
   }
 }
 
@@ -1056,7 +1082,8 @@ PipelineSpec parse_pipeline(const std::string& yaml_text, const std::string& fil
     throw PipelineError({file_name, 0, 0}, "", "YAML error: " + e.msg);
   }
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
-  if (!root.IsMap()) throw PipelineError({file_name, 1, 1}, "", "a pipeline file is a map with params, inputs and steps");
+  if (!root.IsMap())
+    throw PipelineError({file_name, 1, 1}, "", "a pipeline file is a map with params, inputs and steps");
   for (const auto& text : overrides) {
     const std::string path = apply_override(root, text);
     doc.overrides.emplace_back(path, text);
@@ -1091,7 +1118,8 @@ PipelineSpec parse_pipeline(const std::string& yaml_text, const std::string& fil
     std::vector<std::string> defined = s.op == "rotate_hoisted" ? s.result_names : std::vector<std::string>{s.name};
     for (const auto& n : defined) {
       if (!names.insert(n).second) {
-        y.require("name").fail("the name '" + n + "' is already defined (by an input or an earlier step): names are assigned once");
+        y.require("name").fail("the name '" + n +
+                               "' is already defined (by an input or an earlier step): names are assigned once");
       }
     }
   }
@@ -1112,8 +1140,9 @@ PipelineSpec parse_pipeline(const std::string& yaml_text, const std::string& fil
 PipelineSpec load_pipeline(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path);
   if (!in) {
-    throw PipelineError({path, 0, 0}, "",
-                        std::filesystem::exists(path) ? "cannot read the pipeline file" : "the pipeline file does not exist");
+    throw PipelineError(
+        {path, 0, 0}, "",
+        std::filesystem::exists(path) ? "cannot read the pipeline file" : "the pipeline file does not exist");
   }
   std::stringstream text;
   text << in.rdbuf();

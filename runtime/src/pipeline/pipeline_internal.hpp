@@ -30,13 +30,13 @@ struct IrState {
 };
 
 struct IrValue {
-  std::string name;     // unique: user names for inputs and step results, "__..." for the rest
-  std::string label;    // for messages: "'x'" or "an intermediate value of step 'p'"
+  std::string name;   // unique: user names for inputs and step results, "__..." for the rest
+  std::string label;  // for messages: "'x'" or "an intermediate value of step 'p'"
   ValueKind kind = ValueKind::result;
   IrState state;
-  int input = -1;       // kind input: index into spec.inputs
-  Slots constant;       // kind constant: every slot's value
-  bool named = false;   // an input or a step result
+  int input = -1;      // kind input: index into spec.inputs
+  Slots constant;      // kind constant: every slot's value
+  bool named = false;  // an input or a step result
 };
 
 // One Engine operation, as a Program node.
@@ -55,9 +55,9 @@ struct IrOp {
 
 // A name the pipeline can refer to: an input or a step result.
 struct NamedValue {
-  int ir = -1;             // -1: a plaintext input (encoded where it is used)
-  int input = -1;          // inputs: index into spec.inputs
-  int step = -1;           // step results: index into spec.steps
+  int ir = -1;     // -1: a plaintext input (encoded where it is used)
+  int input = -1;  // inputs: index into spec.inputs
+  int step = -1;   // step results: index into spec.steps
   bool encrypted = true;
   std::size_t length = 0;  // logical slots
   std::size_t period = 1;  // the slots repeat with this period (a power of two)
@@ -71,7 +71,7 @@ struct Compiled {
   std::vector<std::pair<std::size_t, std::size_t>> step_ops;  // [begin, end) into ops, per step
   std::vector<std::vector<std::string>> step_results;         // names each step defines
   std::map<std::string, NamedValue> named;
-  std::vector<Slots> input_slots;                             // per spec input: the slots encoded
+  std::vector<Slots> input_slots;  // per spec input: the slots encoded
 };
 
 // Context, states, depth, keys and the expected values; throws PipelineError.

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
-#include <string_view>
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 #include "fhelium/error.hpp"
 #include "fhelium/runtime/pipeline.hpp"
@@ -49,7 +49,8 @@ void pretty(std::ostream& os, const json::value& v, int indent) {
     os << pad << "}";
   } else if (v.is_array()) {
     const auto& a = v.as_array();
-    const bool flat = std::all_of(a.begin(), a.end(), [](const json::value& x) { return !x.is_object() && !x.is_array(); });
+    const bool flat =
+        std::all_of(a.begin(), a.end(), [](const json::value& x) { return !x.is_object() && !x.is_array(); });
     if (a.empty() || flat) {
       os << "[";
       for (std::size_t i = 0; i < a.size(); ++i) {
@@ -72,8 +73,8 @@ void pretty(std::ostream& os, const json::value& v, int indent) {
 }
 
 json::object errors(const ErrorStats& e) {
-  return {{"max", e.max},   {"mean", e.mean},     {"rms", e.rms},
-          {"bits", e.bits}, {"max_expected", e.max_expected}, {"slots", e.count}};
+  return {{"max", e.max},    {"mean", e.mean}, {"rms", e.rms}, {"bits", e.bits}, {"max_expected", e.max_expected},
+          {"slots", e.count}};
 }
 
 json::value optional_number(const std::optional<double>& v) { return v ? json::value(*v) : json::value(nullptr); }
@@ -132,29 +133,27 @@ std::string PipelineReport::to_json() const {
                        {"capture_ms", optional_number(capture_ms)},
                        {"first_replay_ms", optional_number(first_replay_ms)},
                        {"wall_seconds", wall_seconds}};
-  json::object doc{{"pipeline", name},
-                   {"file", file},
-                   {"ok", ok},
-                   {"failures", json::value_from(failures)},
-                   {"backend", json::object{{"name", backend},
-                                            {"device", device},
-                                            {"devices", json::value_from(backend_devices)}}},
-                   {"params", std::move(params)},
-                   {"execution", json::object{{"mode", to_string(mode)},
-                                              {"repetitions", repetitions},
-                                              {"warmup", warmup},
-                                              {"native_graph", native_graph ? json::value(*native_graph) : json::value(nullptr)}}},
-                   {"plan", json::object{{"depth", depth},
-                                         {"operations", operations},
-                                         {"keys", json::object{{"relinearization", relinearization_key},
-                                                               {"conjugation", conjugation_key},
-                                                               {"rotation_steps", std::move(rotations)},
-                                                               {"bytes", key_bytes}}}}},
-                   {"steps", std::move(step_array)},
-                   {"outputs", std::move(output_array)},
-                   {"timings", std::move(timings)},
-                   {"memory", json::object{{"backend_peak_bytes", backend_peak_bytes},
-                                           {"process_peak_bytes", process_peak_bytes}}}};
+  json::object doc{
+      {"pipeline", name},
+      {"file", file},
+      {"ok", ok},
+      {"failures", json::value_from(failures)},
+      {"backend", json::object{{"name", backend}, {"device", device}, {"devices", json::value_from(backend_devices)}}},
+      {"params", std::move(params)},
+      {"execution", json::object{{"mode", to_string(mode)},
+                                 {"repetitions", repetitions},
+                                 {"warmup", warmup},
+                                 {"native_graph", native_graph ? json::value(*native_graph) : json::value(nullptr)}}},
+      {"plan", json::object{{"depth", depth},
+                            {"operations", operations},
+                            {"keys", json::object{{"relinearization", relinearization_key},
+                                                  {"conjugation", conjugation_key},
+                                                  {"rotation_steps", std::move(rotations)},
+                                                  {"bytes", key_bytes}}}}},
+      {"steps", std::move(step_array)},
+      {"outputs", std::move(output_array)},
+      {"timings", std::move(timings)},
+      {"memory", json::object{{"backend_peak_bytes", backend_peak_bytes}, {"process_peak_bytes", process_peak_bytes}}}};
   std::ostringstream os;
   pretty(os, doc, 0);
   os << "\n";

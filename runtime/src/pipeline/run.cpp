@@ -93,16 +93,23 @@ class Runner {
     }
     engine_ = std::make_unique<Engine>(context_, backend);
     report_.backend = backend->name();
-    rng_ = spec_.execution.seed ? std::make_unique<Csprng>(seed_from(*spec_.execution.seed)) : std::make_unique<Csprng>();
+    rng_ =
+        spec_.execution.seed ? std::make_unique<Csprng>(seed_from(*spec_.execution.seed)) : std::make_unique<Csprng>();
     make_keys();
     encoder_ = std::make_unique<Encoder>(context_);
     encryptor_ = std::make_unique<Encryptor>(context_, *rng_);
     decryptor_ = std::make_unique<Decryptor>(context_);
 
     switch (spec_.execution.mode) {
-      case ExecutionMode::eager: run_eager(); break;
-      case ExecutionMode::program: run_program(); break;
-      case ExecutionMode::graph: run_graph(); break;
+      case ExecutionMode::eager:
+        run_eager();
+        break;
+      case ExecutionMode::program:
+        run_program();
+        break;
+      case ExecutionMode::graph:
+        run_graph();
+        break;
     }
     engine_->backend().synchronize();
     report_.backend_peak_bytes = engine_->backend().memory_usage().peak_bytes;
@@ -127,7 +134,8 @@ class Runner {
     report_.preset = spec_.params.preset;
     report_.parameters = context_->params();
     report_.log_qp = context_->log_qp();
-    report_.security_budget = max_log_qp(context_->params().secret, context_->params().security_bits, context_->ring_degree());
+    report_.security_budget =
+        max_log_qp(context_->params().secret, context_->params().security_bits, context_->ring_degree());
     report_.mode = spec_.execution.mode;
     report_.repetitions = spec_.execution.repetitions;
     report_.warmup = spec_.execution.warmup;
@@ -174,7 +182,8 @@ class Runner {
     for (std::size_t id = 0; id < c_.values.size(); ++id) {
       const IrValue& v = c_.values[id];
       if (v.kind != ValueKind::input) continue;
-      const HostValue pt = encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], v.state.level, v.state.scale);
+      const HostValue pt =
+          encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], v.state.level, v.state.scale);
       out[static_cast<int>(id)] = engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_));
     }
     engine_->backend().synchronize();
@@ -192,7 +201,8 @@ class Runner {
     for (std::size_t id = 0; id < c_.values.size(); ++id) {
       const IrValue& v = c_.values[id];
       if (v.kind != ValueKind::constant) continue;
-      constants[static_cast<int>(id)] = engine_->upload_plaintext(encoder_->encode(v.constant, v.state.level, v.state.scale));
+      constants[static_cast<int>(id)] =
+          engine_->upload_plaintext(encoder_->encode(v.constant, v.state.level, v.state.scale));
     }
     report_.setup_ms = ms_since(setup);
     // Release intermediates after their last use.
@@ -219,7 +229,8 @@ class Runner {
           execute(c_.ops[i], values, constants);
           for (int a : c_.ops[i].args) {
             const auto ai = static_cast<std::size_t>(a);
-            if (last_use[ai] == static_cast<int>(i) && !c_.values[ai].named && c_.values[ai].kind == ValueKind::result) {
+            if (last_use[ai] == static_cast<int>(i) && !c_.values[ai].named &&
+                c_.values[ai].kind == ValueKind::result) {
               values[ai] = Ciphertext{};
             }
           }
@@ -261,34 +272,69 @@ class Runner {
     const auto pt = [&](std::size_t k) -> const Plaintext& { return constants.at(op.args[k]); };
     Ciphertext& out = v[static_cast<std::size_t>(op.results[0])];
     switch (op.op) {
-      case OpKind::add: out = is_constant(1) ? e.add(ct(0), pt(1)) : e.add(ct(0), ct(1)); break;
-      case OpKind::sub: out = is_constant(1) ? e.sub(ct(0), pt(1)) : e.sub(ct(0), ct(1)); break;
-      case OpKind::negate: out = e.negate(ct(0)); break;
-      case OpKind::add_scalar: out = e.add_scalar(ct(0), op.scalar); break;
-      case OpKind::sub_scalar: out = e.sub_scalar(ct(0), op.scalar); break;
-      case OpKind::multiply: out = e.multiply(ct(0), ct(1)); break;
-      case OpKind::relinearize: out = e.relinearize(ct(0), rk_); break;
-      case OpKind::multiply_plain: out = e.multiply_plain(ct(0), pt(1)); break;
-      case OpKind::multiply_scalar: out = e.multiply_scalar(ct(0), op.scalar, op.scalar_scale); break;
-      case OpKind::multiply_integer: out = e.multiply_integer(ct(0), op.integer); break;
-      case OpKind::rescale: out = e.rescale(ct(0)); break;
-      case OpKind::drop_to_level: out = e.drop_to_level(ct(0), op.level); break;
-      case OpKind::rotate: out = e.rotate(ct(0), op.step, gk_); break;
-      case OpKind::conjugate: out = e.conjugate(ct(0), gk_); break;
+      case OpKind::add:
+        out = is_constant(1) ? e.add(ct(0), pt(1)) : e.add(ct(0), ct(1));
+        break;
+      case OpKind::sub:
+        out = is_constant(1) ? e.sub(ct(0), pt(1)) : e.sub(ct(0), ct(1));
+        break;
+      case OpKind::negate:
+        out = e.negate(ct(0));
+        break;
+      case OpKind::add_scalar:
+        out = e.add_scalar(ct(0), op.scalar);
+        break;
+      case OpKind::sub_scalar:
+        out = e.sub_scalar(ct(0), op.scalar);
+        break;
+      case OpKind::multiply:
+        out = e.multiply(ct(0), ct(1));
+        break;
+      case OpKind::relinearize:
+        out = e.relinearize(ct(0), rk_);
+        break;
+      case OpKind::multiply_plain:
+        out = e.multiply_plain(ct(0), pt(1));
+        break;
+      case OpKind::multiply_scalar:
+        out = e.multiply_scalar(ct(0), op.scalar, op.scalar_scale);
+        break;
+      case OpKind::multiply_integer:
+        out = e.multiply_integer(ct(0), op.integer);
+        break;
+      case OpKind::rescale:
+        out = e.rescale(ct(0));
+        break;
+      case OpKind::drop_to_level:
+        out = e.drop_to_level(ct(0), op.level);
+        break;
+      case OpKind::rotate:
+        out = e.rotate(ct(0), op.step, gk_);
+        break;
+      case OpKind::conjugate:
+        out = e.conjugate(ct(0), gk_);
+        break;
       case OpKind::rotate_hoisted: {
         auto results = e.rotate_hoisted(ct(0), op.steps, gk_);
-        for (std::size_t i = 0; i < results.size(); ++i) v[static_cast<std::size_t>(op.results[i])] = std::move(results[i]);
+        for (std::size_t i = 0; i < results.size(); ++i)
+          v[static_cast<std::size_t>(op.results[i])] = std::move(results[i]);
         break;
       }
-      case OpKind::to_ntt: out = e.to_ntt(ct(0)); break;
-      case OpKind::to_coefficient: out = e.to_coefficient(ct(0)); break;
+      case OpKind::to_ntt:
+        out = e.to_ntt(ct(0));
+        break;
+      case OpKind::to_coefficient:
+        out = e.to_coefficient(ct(0));
+        break;
       case OpKind::sum: {
         std::vector<Ciphertext> operands;
         for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(ct(k));
         out = e.sum(operands);
         break;
       }
-      case OpKind::multiply_relinearize_rescale: out = e.multiply_relinearize_rescale(ct(0), ct(1), rk_); break;
+      case OpKind::multiply_relinearize_rescale:
+        out = e.multiply_relinearize_rescale(ct(0), ct(1), rk_);
+        break;
     }
   }
 
@@ -313,34 +359,68 @@ class Runner {
       const auto r = [&](std::size_t k) { return refs[static_cast<std::size_t>(op.args[k])]; };
       ValueRef out;
       switch (op.op) {
-        case OpKind::add: out = b.add(r(0), r(1)); break;
-        case OpKind::sub: out = b.sub(r(0), r(1)); break;
-        case OpKind::negate: out = b.negate(r(0)); break;
-        case OpKind::add_scalar: out = b.add_scalar(r(0), op.scalar); break;
-        case OpKind::sub_scalar: out = b.sub_scalar(r(0), op.scalar); break;
-        case OpKind::multiply: out = b.multiply(r(0), r(1)); break;
-        case OpKind::relinearize: out = b.relinearize(r(0)); break;
-        case OpKind::multiply_plain: out = b.multiply_plain(r(0), r(1)); break;
-        case OpKind::multiply_scalar: out = b.multiply_scalar(r(0), op.scalar, op.scalar_scale); break;
-        case OpKind::multiply_integer: out = b.multiply_integer(r(0), op.integer); break;
-        case OpKind::rescale: out = b.rescale(r(0)); break;
-        case OpKind::drop_to_level: out = b.drop_to_level(r(0), op.level); break;
-        case OpKind::rotate: out = b.rotate(r(0), op.step); break;
-        case OpKind::conjugate: out = b.conjugate(r(0)); break;
+        case OpKind::add:
+          out = b.add(r(0), r(1));
+          break;
+        case OpKind::sub:
+          out = b.sub(r(0), r(1));
+          break;
+        case OpKind::negate:
+          out = b.negate(r(0));
+          break;
+        case OpKind::add_scalar:
+          out = b.add_scalar(r(0), op.scalar);
+          break;
+        case OpKind::sub_scalar:
+          out = b.sub_scalar(r(0), op.scalar);
+          break;
+        case OpKind::multiply:
+          out = b.multiply(r(0), r(1));
+          break;
+        case OpKind::relinearize:
+          out = b.relinearize(r(0));
+          break;
+        case OpKind::multiply_plain:
+          out = b.multiply_plain(r(0), r(1));
+          break;
+        case OpKind::multiply_scalar:
+          out = b.multiply_scalar(r(0), op.scalar, op.scalar_scale);
+          break;
+        case OpKind::multiply_integer:
+          out = b.multiply_integer(r(0), op.integer);
+          break;
+        case OpKind::rescale:
+          out = b.rescale(r(0));
+          break;
+        case OpKind::drop_to_level:
+          out = b.drop_to_level(r(0), op.level);
+          break;
+        case OpKind::rotate:
+          out = b.rotate(r(0), op.step);
+          break;
+        case OpKind::conjugate:
+          out = b.conjugate(r(0));
+          break;
         case OpKind::rotate_hoisted: {
           const auto results = b.rotate_hoisted(r(0), op.steps);
           for (std::size_t i = 0; i < results.size(); ++i) refs[static_cast<std::size_t>(op.results[i])] = results[i];
           break;
         }
-        case OpKind::to_ntt: out = b.to_ntt(r(0)); break;
-        case OpKind::to_coefficient: out = b.to_coefficient(r(0)); break;
+        case OpKind::to_ntt:
+          out = b.to_ntt(r(0));
+          break;
+        case OpKind::to_coefficient:
+          out = b.to_coefficient(r(0));
+          break;
         case OpKind::sum: {
           std::vector<ValueRef> operands;
           for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(r(k));
           out = b.sum(operands);
           break;
         }
-        case OpKind::multiply_relinearize_rescale: out = b.multiply_relinearize_rescale(r(0), r(1)); break;
+        case OpKind::multiply_relinearize_rescale:
+          out = b.multiply_relinearize_rescale(r(0), r(1));
+          break;
       }
       if (op.op != OpKind::rotate_hoisted) refs[static_cast<std::size_t>(op.results[0])] = out;
       for (int result : op.results) {
@@ -356,8 +436,9 @@ class Runner {
       program_outputs_.insert(o.value);
     }
     if (program_outputs_.empty()) {
-      throw PipelineError(spec_.outputs.front().mark, spec_.outputs.front().key,
-                          "in " + to_string(spec_.execution.mode) + " mode at least one output must be a computed value");
+      throw PipelineError(
+          spec_.outputs.front().mark, spec_.outputs.front().key,
+          "in " + to_string(spec_.execution.mode) + " mode at least one output must be a computed value");
     }
     program_ = std::make_unique<Program>(b.build());
     std::map<std::string, ValueState> states;
@@ -542,8 +623,8 @@ class Runner {
     report_.outputs = std::move(outputs_);
   }
 
-  static void write_values(const std::string& path, const std::string& format, const OutputReport& r,
-                           const Slots& got, const Slots& expected, const std::vector<std::size_t>& slots) {
+  static void write_values(const std::string& path, const std::string& format, const OutputReport& r, const Slots& got,
+                           const Slots& expected, const std::vector<std::size_t>& slots) {
     std::ofstream out(path);
     if (!out) throw Error("cannot write output file '" + path + "'");
     out.precision(17);

@@ -33,8 +33,8 @@ namespace fhelium::runtime {
 
 // Where a key or value sits: a file position (1-based) or a command-line override.
 struct SourceMark {
-  std::string file;   // the pipeline file, or "--set KEY=VALUE" for an override
-  int line = 0;       // 0 when unknown (an override)
+  std::string file;  // the pipeline file, or "--set KEY=VALUE" for an override
+  int line = 0;      // 0 when unknown (an override)
   int column = 0;
   std::string describe() const;  // "FILE:LINE:COLUMN" or the override
 };
@@ -61,8 +61,8 @@ struct BackendSpec {
 };
 
 struct ParamsSpec {
-  std::string preset;          // empty when the parameters are explicit
-  CkksParameters parameters;   // resolved (a preset with any explicit keys applied)
+  std::string preset;         // empty when the parameters are explicit
+  CkksParameters parameters;  // resolved (a preset with any explicit keys applied)
   SourceMark mark;
 };
 
@@ -71,14 +71,14 @@ struct ParamsSpec {
 struct InputSpec {
   std::string name;
   bool encrypted = true;
-  std::size_t rows = 0;          // 0 for a vector
-  std::size_t cols = 0;          // the vector's length, or the matrix's columns
-  std::vector<double> values;    // row-major
-  std::optional<int> level;      // encryption level (default: the top level)
-  std::optional<double> scale;   // encoding scale (default: params scale)
-  std::string source;            // "inline", "uniform [-1, 1], seed 7", "file data/x.csv"
+  std::size_t rows = 0;         // 0 for a vector
+  std::size_t cols = 0;         // the vector's length, or the matrix's columns
+  std::vector<double> values;   // row-major
+  std::optional<int> level;     // encryption level (default: the top level)
+  std::optional<double> scale;  // encoding scale (default: params scale)
+  std::string source;           // "inline", "uniform [-1, 1], seed 7", "file data/x.csv"
   SourceMark mark;
-  std::string key;               // "inputs.x"
+  std::string key;  // "inputs.x"
   bool is_matrix() const { return rows != 0; }
 };
 
@@ -89,23 +89,24 @@ struct StepSpec {
   std::string name;
   std::string op;
   std::vector<std::string> args;
-  double value = 0;                          // add_scalar, sub_scalar, multiply_scalar
-  std::optional<double> scalar_scale;        // multiply_scalar (default: the prime the next rescale removes)
-  std::int64_t integer = 0;                  // multiply_integer
-  int level = 0;                             // drop_to_level
-  long step = 0;                             // rotate
-  std::vector<long> steps;                   // rotate_hoisted
-  std::vector<std::string> result_names;     // rotate_hoisted: names of the results (default NAME_0, NAME_1, ...)
-  std::optional<double> plain_scale;         // multiply_plain: plaintext encoding scale
-  std::string matrix_input;                  // matvec: a plaintext matrix input ...
-  std::vector<std::vector<double>> matrix;   // ... or an inline matrix
-  std::vector<double> coefficients;          // polynomial: c0, c1, ... (power basis)
+  double value = 0;                         // add_scalar, sub_scalar, multiply_scalar
+  std::optional<double> scalar_scale;       // multiply_scalar (default: the prime the next rescale removes)
+  std::int64_t integer = 0;                 // multiply_integer
+  int level = 0;                            // drop_to_level
+  long step = 0;                            // rotate
+  std::vector<long> steps;                  // rotate_hoisted
+  std::vector<std::string> result_names;    // rotate_hoisted: names of the results (default NAME_0, NAME_1, ...)
+  std::optional<double> plain_scale;        // multiply_plain: plaintext encoding scale
+  std::string matrix_input;                 // matvec: a plaintext matrix input ...
+  std::vector<std::vector<double>> matrix;  // ... or an inline matrix
+  bool matvec_bsgs = false;                 // matvec method: false diagonal (one rotation per diagonal), true bsgs
+  std::vector<double> coefficients;         // polynomial: c0, c1, ... (power basis)
   PolynomialMethod method = PolynomialMethod::baby_step_giant_step;
-  std::optional<std::size_t> width;          // sum_slots, inner_product: slots summed (a power of two)
-  std::string to;                            // align: the value whose level and scale to reach
-  SourceMark mark;                           // the step's map
-  std::string key;                           // "steps[3]"
-  std::vector<SourceMark> arg_marks;         // per argument
+  std::optional<std::size_t> width;   // sum_slots, inner_product: slots summed (a power of two)
+  std::string to;                     // align: the value whose level and scale to reach
+  SourceMark mark;                    // the step's map
+  std::string key;                    // "steps[3]"
+  std::vector<SourceMark> arg_marks;  // per argument
   SourceMark op_mark;
 };
 
@@ -121,28 +122,28 @@ struct ExecutionSpec {
 };
 
 struct OutputSpec {
-  std::string name;           // the output's name in the report (default: the value)
-  std::string value;          // the step or input decrypted
-  std::string file;           // empty: only in the report
-  std::string format;         // "json" | "csv" (default from the file's extension)
+  std::string name;                  // the output's name in the report (default: the value)
+  std::string value;                 // the step or input decrypted
+  std::string file;                  // empty: only in the report
+  std::string format;                // "json" | "csv" (default from the file's extension)
   std::optional<std::size_t> count;  // slots written (default: the value's length)
-  std::size_t stride = 1;     // slot distance between written values
+  std::size_t stride = 1;            // slot distance between written values
   std::optional<double> max_error;   // a bound the run is checked against
   SourceMark mark;
   std::string key;
 };
 
 struct ReportSpec {
-  std::string file;           // empty: the command line decides (default NAME.report.json)
-  bool step_errors = true;    // eager mode: decrypt every step and report its error
+  std::string file;                // empty: the command line decides (default NAME.report.json)
+  bool step_errors = true;         // eager mode: decrypt every step and report its error
   std::size_t include_values = 8;  // decrypted and expected values per output copied into the report
 };
 
 struct PipelineSpec {
   std::string name;
   std::string description;
-  std::string file;           // the pipeline file ("<string>" when parsed from text)
-  std::string base_dir;       // relative input files are resolved here
+  std::string file;      // the pipeline file ("<string>" when parsed from text)
+  std::string base_dir;  // relative input files are resolved here
   BackendSpec backend;
   ParamsSpec params;
   std::vector<InputSpec> inputs;
@@ -179,7 +180,7 @@ struct PipelinePlan {
   bool relinearization_key = false;
   bool conjugation_key = false;
   std::set<long> rotation_steps;
-  int depth = 0;               // levels consumed (top level minus the lowest level reached)
+  int depth = 0;  // levels consumed (top level minus the lowest level reached)
   std::size_t operations = 0;
 };
 
@@ -191,15 +192,15 @@ struct ErrorStats {
   double max = 0;
   double mean = 0;
   double rms = 0;
-  double bits = 0;             // -log2(max); 53 when exact
-  double max_expected = 0;     // largest |expected| over the compared slots
-  std::size_t count = 0;       // slots compared
+  double bits = 0;          // -log2(max); 53 when exact
+  double max_expected = 0;  // largest |expected| over the compared slots
+  std::size_t count = 0;    // slots compared
 };
 
 struct StepReport {
   PlannedStep state;
-  std::optional<double> median_ms;   // eager mode
-  std::optional<ErrorStats> error;   // eager mode with report.step_errors
+  std::optional<double> median_ms;  // eager mode
+  std::optional<ErrorStats> error;  // eager mode with report.step_errors
 };
 
 struct OutputReport {
@@ -209,11 +210,11 @@ struct OutputReport {
   double scale = 0;
   std::size_t count = 0;
   std::size_t stride = 1;
-  ErrorStats error;                  // the worst repetition
+  ErrorStats error;  // the worst repetition
   std::optional<double> bound;
   bool within_bound = true;
-  std::string file;                  // written to, if any
-  std::vector<double> values;        // first report.include_values decrypted values (real parts)
+  std::string file;            // written to, if any
+  std::vector<double> values;  // first report.include_values decrypted values (real parts)
   std::vector<double> expected;
 };
 
@@ -238,10 +239,10 @@ struct PipelineReport {
   std::size_t key_bytes = 0;
   std::vector<StepReport> steps;
   std::vector<OutputReport> outputs;
-  double total_median_ms = 0;        // the calculation, median over repetitions
-  std::vector<double> total_ms;      // each repetition
+  double total_median_ms = 0;    // the calculation, median over repetitions
+  std::vector<double> total_ms;  // each repetition
   double keygen_ms = 0;
-  double encrypt_ms = 0;             // per repetition's inputs (encode, encrypt, upload), median
+  double encrypt_ms = 0;  // per repetition's inputs (encode, encrypt, upload), median
   double decrypt_ms = 0;
   double setup_ms = 0;               // link, constants, capture
   std::optional<double> capture_ms;  // graph mode
@@ -250,14 +251,14 @@ struct PipelineReport {
   std::size_t backend_peak_bytes = 0;
   std::size_t process_peak_bytes = 0;
   double wall_seconds = 0;
-  bool ok = true;                    // every output within its bound
-  std::vector<std::string> failures; // one line each
+  bool ok = true;                     // every output within its bound
+  std::vector<std::string> failures;  // one line each
 
-  std::string to_json() const;       // the report document (Boost.JSON, pretty-printed)
+  std::string to_json() const;  // the report document (Boost.JSON, pretty-printed)
 };
 
 struct ProgressEvent {
-  std::string phase;   // "keys", "encrypt", "warmup", "run", "decrypt"
+  std::string phase;  // "keys", "encrypt", "warmup", "run", "decrypt"
   std::size_t done = 0;
   std::size_t total = 0;
   std::string detail;  // e.g. the step just finished
@@ -266,10 +267,10 @@ struct ProgressEvent {
 using BackendFactory = std::function<std::shared_ptr<Backend>(const BackendSpec&)>;
 
 struct RunOptions {
-  BackendFactory backend_factory;                       // required
-  std::function<void(const ProgressEvent&)> progress;   // optional
-  std::string output_dir = ".";                         // relative output files are written here
-  bool write_files = true;                              // write the outputs' files
+  BackendFactory backend_factory;                      // required
+  std::function<void(const ProgressEvent&)> progress;  // optional
+  std::string output_dir = ".";                        // relative output files are written here
+  bool write_files = true;                             // write the outputs' files
 };
 
 // A JSON document laid out as reports are: indented, numbers in their
