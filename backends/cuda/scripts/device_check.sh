@@ -64,6 +64,31 @@ for step in $steps; do
         "$bench" --preset slots32768_scale40_levels34 --ops ntt_forward_ciphertext $once >> "$out/profile.txt" 2>&1
       echo "counters rc=$?"
       ;;
+    graph)
+      # GraphProgram on the CUDA plugin: the contract tests (also under the
+      # sanitizers), the reference example and the replay benchmark.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      export FHELIUM_RUNTIME_TEST_BACKEND=cuda
+      runtime_tests=$bundle/tests/runtime/fhelium_runtime_tests
+      filter='GraphProgramTest.*:Sizes/Matvec.GraphReplays*'
+      timeout 300 "$runtime_tests" --gtest_filter="$filter" > "$out/graph_tests.log" 2>&1
+      echo "graph tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/graph_tests.log" | tail -12
+      for tool in memcheck racecheck; do
+        timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 "$runtime_tests" \
+          --gtest_filter='GraphProgramTest.*-*Concurrent*:Sizes/Matvec.GraphReplays*/1' > "$out/graph_$tool.log" 2>&1
+        echo "graph $tool rc=$?"
+        tail -2 "$out/graph_$tool.log"
+      done
+      timeout 200 "$bundle/apps/fhelium-matvec-graph" --backend cuda --size 64 --replays 4 > "$out/matvec-graph.json" 2>&1
+      echo "matvec example rc=$?"
+      timeout 300 "$bundle/apps/fhelium-bench-graph" --backend cuda --sizes 8,64,256 \
+        > "$out/graph-bench-slots8192.json" 2> "$out/graph-bench.log"
+      echo "graph bench 2^14 rc=$?"
+      timeout 400 "$bundle/apps/fhelium-bench-graph" --backend cuda --preset slots32768_scale40_levels34 --sizes 256 \
+        --runs 30 > "$out/graph-bench-slots32768.json" 2>> "$out/graph-bench.log"
+      echo "graph bench 2^16 rc=$?"
+      ;;
     plugin)
       # The CUDA plugin through the loader: listing, the demo, the conformance suite.
       export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
