@@ -203,7 +203,9 @@ GraphProgram GraphProgram::capture(Backend& backend, const Context& context, Sch
 }
 
 ValueTree GraphProgram::replay(const ValueTree& inputs, const ReplayOptions& options) {
-  return replay_staged(stage(inputs), options);
+  ReplayOptions waited = options;
+  if (!waited.synchronize) waited.synchronize = true;
+  return replay_staged(stage(inputs), waited);
 }
 
 StagedInputs GraphProgram::stage(const ValueTree& inputs, const StageOptions& options) {
@@ -271,7 +273,7 @@ ValueTree GraphProgram::replay_staged(StagedInputs staged, const ReplayOptions& 
   ++p.staged_generation;  // a handle is used once
 
   ValueTree result = options.copy_output ? clone_tree(backend, p.outputs, true) : p.outputs;
-  if (options.synchronize) backend.synchronize();
+  if (options.synchronize.value_or(false)) backend.synchronize();
   return result;
 }
 

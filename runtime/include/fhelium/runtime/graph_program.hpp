@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,9 @@ struct CaptureStats {
 };
 
 struct ReplayOptions {
-  bool synchronize = true;    // host waits for the replay to finish
+  // Host waits for the replay to finish. Unset: replay() waits, the split
+  // path's replay_staged() does not (no host barrier unless asked).
+  std::optional<bool> synchronize;
   bool copy_output = false;   // return an owned copy instead of the borrowed output
   std::vector<std::shared_ptr<Event>> wait_events;  // the replay waits for these, on the device
   std::shared_ptr<Event> done_event;                // recorded when the replay has finished
@@ -89,7 +92,8 @@ class GraphProgram {
   // Validates and copies inputs into the stable buffers. The copies always
   // wait, on the device, for the previous replay to finish reading them.
   StagedInputs stage(const ValueTree& inputs, const StageOptions& options = {});
-  // Launches the recording on the staged inputs (consumes the handle).
+  // Launches the recording on the staged inputs (consumes the handle); the
+  // host does not wait unless options.synchronize is true.
   ValueTree replay_staged(StagedInputs staged, const ReplayOptions& options = {});
 
   const ValueTreeSignature& input_signature() const;
