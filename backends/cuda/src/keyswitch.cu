@@ -90,6 +90,49 @@ struct ExtendedBatch {
   __device__ void store(int b, u32 pos, u64 v, Aux) const { extended[static_cast<std::size_t>(b) * n + pos] = v; }
 };
 
+// A single-prime source lifted to a target prime, as convert_staged with
+// |A| = 1: x - a_0 when x > (a_0 - 1) / 2.
+struct SinglePrimeLift {
+  u64 half;    // (a_0 - 1) / 2
+  u64 b;       // target prime
+  u64 ratio;   // floor(2^64 / b), at most one short
+  u64 lifted;  // [a_0]_b
+  __device__ u64 operator()(u64 x) const {
+    u64 v = x - __umul64hi(x, ratio) * b;
+    v = v >= b ? v - b : v;
+    return x > half ? sub_mod(v, lifted, b) : v;
+  }
+};
+
+__device__ __forceinline__ SinglePrimeLift make_lift(const DevPrime& from, const DevPrime& to, u64 lifted) {
+  return {(from.value - 1) / 2, to.value, to.ratio_hi, lifted};
+}
+
+// ModUp with one prime per digit (alpha = 1) at degrees with a column pass:
+// INTT columns of digit j, the lift to slot s and the NTT columns of slot s
+// in one launch (b = j x slots + s, the own slot skipped).
+struct ModUpColumns {
+  const u64* coefficients;
+  u64* extended;
+  const ConverterView* mod_up;
+  const DevPrime* primes;
+  u32 n;
+  int slots;
+  int level;
+  int max_level;
+  __device__ bool skip(int b) const { return b % slots == b / slots; }
+  __device__ int source_prime(int b) const { return b / slots; }
+  __device__ const u64* source(int b) const { return coefficients + static_cast<std::size_t>(b / slots) * n; }
+  __device__ int prime(int b) const { return key_limb_of_slot(b % slots, level, max_level); }
+  __device__ u64* inter(int b) const { return extended + static_cast<std::size_t>(b) * n; }
+  __device__ SinglePrimeLift map(int b) const {
+    const int j = b / slots;
+    const int s = b % slots;
+    const int target = s < j ? s : s - 1;
+    return make_lift(primes[j], primes[prime(b)], mod_up[j].overflow_mod_to[2 * target + 1]);
+  }
+};
+
 // ---- inner product ----
 
 // Two consecutive coefficients per thread: the key (and unpermuted sources)
@@ -173,6 +216,31 @@ struct SpecialBatch {
   __device__ void store(int b, u32 pos, u64 v, Aux) const { accumulators[at(b) + pos] = v; }
 };
 
+// ModDown with one special prime at degrees with a column pass: INTT
+// columns of the P limb of accumulator `poly`, the lift to q_i and the NTT
+// columns of limb i in one launch (b = poly x (l + 1) + i).
+struct ModDownColumns {
+  const u64* accumulators;
+  u64* converted;
+  const u64* overflow_mod_to;  // of the P -> Q_l converter
+  const DevPrime* primes;
+  u32 n;
+  int slots;
+  int limbs;    // l + 1
+  int special;  // key limb of P
+  __device__ bool skip(int) const { return false; }
+  __device__ int source_prime(int) const { return special; }
+  __device__ const u64* source(int b) const {
+    return accumulators + (static_cast<std::size_t>(b / limbs) * slots + limbs) * n;
+  }
+  __device__ int prime(int b) const { return b % limbs; }
+  __device__ u64* inter(int b) const { return converted + static_cast<std::size_t>(b) * n; }
+  __device__ SinglePrimeLift map(int b) const {
+    const int i = b % limbs;
+    return make_lift(primes[special], primes[i], overflow_mod_to[2 * i + 1]);
+  }
+};
+
 template <int MAX_FROM>
 __global__ void __launch_bounds__(threads)
     mod_down_convert_kernel(ConverterView v, const u64* accumulators, u64* converted, u32 n, int slots, int level,
@@ -205,7 +273,7 @@ struct ModDownBatch {
   u32 n;
   int log_n;
   int slots;
-  int limbs;  // l + 1
+  int limbs;    // l + 1
   const u64* p_inverse;
   const u64* p_inverse_shoup;
   const DevPrime* primes;
@@ -261,11 +329,26 @@ int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
 void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
+  const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
+  if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
+    // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
+    if (galois_element == 0) {
+      ntt::inverse_tiles_only(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
+    } else {
+      const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
+      ntt::inverse_tiles_only(l.tables, permuted, limbs, l.stream);
+    }
+    const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
+                               l.n,               slots,         ks.level,  l.max_level};
+    ntt::inverse_map_forward(l.tables, columns, ks.digits * slots, l.stream);
+    ntt::forward_tiles_only(l.tables, batch, ks.digits * slots, l.stream);
+    return;
+  }
   if (galois_element == 0) {
     ntt::inverse(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
   } else {
-    const PermutedBatch batch{d, work.coefficients, l.n, galois_element, l.tables.log_n};
-    ntt::inverse(l.tables, batch, limbs, l.stream);
+    const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
+    ntt::inverse(l.tables, permuted, limbs, l.stream);
   }
   const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(ks.digits));
   // Every digit has |A| <= alpha sources and at most level + specials targets.
@@ -278,7 +361,6 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
         <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes);
     check_launch("mod_up_convert");
   });
-  const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
   ntt::forward(l.tables, batch, ks.digits * slots, l.stream);
 }
 
@@ -312,6 +394,17 @@ void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& wor
   const int slots = slots_of(ks);
   const int limbs = ks.level + 1;
   const SpecialBatch special{work.accumulators, l.n, slots, ks.level, l.max_level, ks.specials};
+  const ModDownBatch batch{work.converted, work.accumulators, out0,  add0, out1, add1, add0_galois, l.n,
+                           l.tables.log_n, slots, limbs, ks.p_inverse, ks.p_inverse_shoup, l.tables.primes};
+  if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
+    // 3 launches: INTT tiles of P, (INTT columns, lift, NTT columns), NTT tiles with the final step.
+    ntt::inverse_tiles_only(l.tables, special, 2, l.stream);
+    const ModDownColumns columns{work.accumulators, work.converted, ks.mod_down.overflow_mod_to, l.tables.primes,
+                                 l.n,               slots,          limbs,                       l.max_level + 1};
+    ntt::inverse_map_forward(l.tables, columns, 2 * limbs, l.stream);
+    ntt::forward_tiles_only(l.tables, batch, 2 * limbs, l.stream);
+    return;
+  }
   ntt::inverse(l.tables, special, 2 * ks.specials, l.stream);
   const dim3 grid(l.n / (2 * threads), 2);
   const int smem = converter_smem_words(ks.specials, limbs) * static_cast<int>(sizeof(u64));
@@ -323,8 +416,6 @@ void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& wor
                                                                     l.n, slots, ks.level, l.tables.primes);
     check_launch("mod_down_convert");
   });
-  const ModDownBatch batch{work.converted, work.accumulators, out0,  add0, out1, add1, add0_galois, l.n,
-                           l.tables.log_n, slots, limbs, ks.p_inverse, ks.p_inverse_shoup, l.tables.primes};
   ntt::forward(l.tables, batch, 2 * limbs, l.stream);
 }
 

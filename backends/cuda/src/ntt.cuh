@@ -312,6 +312,50 @@ __global__ void __launch_bounds__(column_threads) inverse_columns(NttTables t, B
   }
 }
 
+// An inverse NTT, a coefficient-wise change of prime and the first half of a
+// forward NTT in one launch: the inverse column stages of a source limb
+// (written by inverse_tiles), n^-1, an element-wise map to the target prime,
+// then the forward column stages with the target's twiddles; forward_tiles
+// follows. Every block of batch b redoes its source column's inverse stages
+// (cheap next to a launch), so one grid covers every target limb. A Fused:
+//   bool skip(int b); int source_prime(int b); const u64* source(int b);
+//   int prime(int b); u64* inter(int b);
+//   Map map(int b), Map::operator()(u64 x): x in [0, q_source) -> [0, q_target)
+template <int N1, class Fused>
+__global__ void __launch_bounds__(column_threads) inverse_map_forward_columns(NttTables t, Fused f) {
+  __shared__ TwiddlePair itw[N1];
+  __shared__ TwiddlePair ftw[N1];
+  const int b = static_cast<int>(blockIdx.y);
+  if (f.skip(b)) return;
+  const int from = f.source_prime(b);
+  const int to = f.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const u32 n2 = static_cast<u32>(n / N1);
+  const u32 j = blockIdx.x * column_threads + threadIdx.x;
+  const u64* src = f.source(b);
+  u64 x[N1];
+#pragma unroll
+  for (int k = 0; k < N1; ++k) x[k] = src[static_cast<u32>(k) * n2 + j];
+  if (threadIdx.x < N1) {
+    itw[threadIdx.x] = t.inv_roots[static_cast<std::size_t>(from) * n + threadIdx.x];
+    ftw[threadIdx.x] = t.roots[static_cast<std::size_t>(to) * n + threadIdx.x];
+  }
+  const auto map = f.map(b);
+  __syncthreads();
+  const DevPrime& ps = t.primes[from];
+  const u64 qs = ps.value;
+  inverse_column_stages<N1, 1>(x, itw, qs, 2 * qs);
+  const u64 inv_n = ps.inv_n;
+  const u64 inv_n_shoup = ps.inv_n_shoup;
+#pragma unroll
+  for (int k = 0; k < N1; ++k) x[k] = map(mul_shoup(x[k], inv_n, inv_n_shoup, qs));
+  const u64 q = t.primes[to].value;
+  forward_column_stages<N1, 1>(x, ftw, q, 2 * q);
+  u64* inter = f.inter(b);
+#pragma unroll
+  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+}
+
 // Tile size and column count for a ring degree.
 struct Shape {
   int log_tile;
@@ -416,6 +460,50 @@ void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t str
   } else {
     launch_tiles_any<false>(false, s.log_tile, t, batch, count, stream);
     launch_columns_any(false, s.n1, t, batch, count, stream);
+  }
+}
+
+// Whether the fused inverse_map_forward path below applies and pays: the
+// degree has a column pass of at most 16 words per thread. At 2^16 (32
+// columns) the column kernels are bound by arithmetic, and redoing the
+// source column's inverse stages per target costs more than a launch.
+inline bool fuse_columns(int log_n) {
+  const int n1 = shape_for(log_n).n1;
+  return n1 > 1 && n1 <= 16;
+}
+
+// The tile pass alone: inverse tiles of `batch` into batch.inter (the first
+// half of an inverse NTT) / forward tiles from batch.inter (the second half
+// of a forward NTT). Only when fuse_columns.
+template <class Batch>
+void inverse_tiles_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  launch_tiles_any<false>(false, shape_for(t.log_n).log_tile, t, batch, count, stream);
+}
+
+template <class Batch>
+void forward_tiles_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  launch_tiles_any<false>(true, shape_for(t.log_n).log_tile, t, batch, count, stream);
+}
+
+// inverse_map_forward_columns over `count` target limbs. Only when fuse_columns.
+template <class Fused>
+void inverse_map_forward(const NttTables& t, const Fused& f, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  const int n1 = shape_for(t.log_n).n1;
+  const unsigned n2 = (1u << t.log_n) / static_cast<unsigned>(n1);
+  const dim3 grid(n2 / column_threads, static_cast<unsigned>(count));
+  auto go = [&](auto kernel) {
+    kernel<<<grid, column_threads, 0, stream>>>(t, f);
+    check_launch("ntt inverse_map_forward_columns");
+  };
+  switch (n1) {
+    case 2: go(inverse_map_forward_columns<2, Fused>); break;
+    case 4: go(inverse_map_forward_columns<4, Fused>); break;
+    case 8: go(inverse_map_forward_columns<8, Fused>); break;
+    case 16: go(inverse_map_forward_columns<16, Fused>); break;
+    default: throw_cuda_error(cudaErrorInvalidValue, "ntt with " + std::to_string(n1) + " columns");
   }
 }
 

@@ -68,13 +68,54 @@ struct KeptLimbBatch {
   }
 };
 
+// The fused path (degrees with a column pass): the dropped limb's inverse
+// column stages, + floor(q_l/2), the reduction to q_i and the forward column
+// stages of every kept limb in one launch; b = component x kept + limb.
+struct RescaleMap {
+  u64 half;
+  u64 q_last;
+  DevPrime p;
+  u64 half_last;
+  __device__ u64 operator()(u64 x) const {
+    return sub_mod(reduce64(add_mod(x, half, q_last), p), half_last, p.value);
+  }
+};
+
+struct RescaleColumns {
+  const u64* temp;
+  u64* out;
+  u32 n;
+  int kept;
+  int last;
+  u64 q_last;
+  const DevPrime* primes;
+  RescaleView tables;
+  __device__ bool skip(int) const { return false; }
+  __device__ int source_prime(int) const { return last; }
+  __device__ const u64* source(int b) const { return temp + static_cast<std::size_t>(b / kept) * n; }
+  __device__ int prime(int b) const { return b % kept; }
+  __device__ u64* inter(int b) const { return out + static_cast<std::size_t>(b) * n; }
+  __device__ RescaleMap map(int b) const {
+    const int i = b % kept;
+    return {q_last >> 1, q_last, primes[i], tables.half_last[i]};
+  }
+};
+
 }  // namespace
 
 void rescale(const Launch& l, const RescaleView& tables, Poly out, Poly a, u64* temp) {
   const int last = out.limbs;
   const DroppedLimbBatch dropped{a.data, temp, l.n, a.limbs, last, tables.q_last, tables.q_last >> 1};
-  ntt::inverse(l.tables, dropped, a.components, l.stream);
   const KeptLimbBatch kept{temp, a.data, out.data, l.n, out.limbs, a.limbs, l.tables.primes, tables};
+  if (ntt::fuse_columns(l.tables.log_n)) {
+    // 3 launches: inverse tiles of the dropped limbs, the fused columns, forward tiles.
+    ntt::inverse_tiles_only(l.tables, dropped, a.components, l.stream);
+    const RescaleColumns columns{temp, out.data, l.n, out.limbs, last, tables.q_last, l.tables.primes, tables};
+    ntt::inverse_map_forward(l.tables, columns, out.components * out.limbs, l.stream);
+    ntt::forward_tiles_only(l.tables, kept, out.components * out.limbs, l.stream);
+    return;
+  }
+  ntt::inverse(l.tables, dropped, a.components, l.stream);
   ntt::forward(l.tables, kept, out.components * out.limbs, l.stream);
 }
 
