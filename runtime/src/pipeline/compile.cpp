@@ -196,7 +196,7 @@ class Compiler {
     return spec_.params.parameters.scale;  // beyond the parameters (only while measuring a depth error)
   }
 
-  int emit(IrOp op, const IrState& result) {
+  int emit(IrOp op, IrState result) {  // by value: callers pass states of out_.values, which grows here
     op.step_index = step_;
     const int id = new_value(result, ValueKind::result);
     op.results = {id};
