@@ -320,8 +320,10 @@ class CudaBackend final : public Backend {
       const std::size_t limb = op.launch.n;
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
       const u64* c2 = in.data + 2 * poly;
-      kernels::mod_up(op.launch, ks, op.ctx.work(), c2, 0);
-      kernels::inner_product(op.launch, ks, op.ctx.work(), c2, k, 0, 0);
+      if (!kernels::mod_up_inner_product(op.launch, ks, op.ctx.work(), c2, k, 0)) {
+        kernels::mod_up(op.launch, ks, op.ctx.work(), c2, 0);
+        kernels::inner_product(op.launch, ks, op.ctx.work(), c2, k, 0, 0);
+      }
       kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, 0, o.data + poly, in.data + poly);
     });
   }
@@ -339,8 +341,10 @@ class CudaBackend final : public Backend {
       // g(c1) is never materialised: ModUp and the inner product read c1 through
       // the permutation, ModDown adds c0 through it.
       const u64* c1 = in.data + poly;
-      kernels::mod_up(op.launch, ks, op.ctx.work(), c1, galois_element);
-      kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k, 0, galois_element);
+      if (!kernels::mod_up_inner_product(op.launch, ks, op.ctx.work(), c1, k, galois_element)) {
+        kernels::mod_up(op.launch, ks, op.ctx.work(), c1, galois_element);
+        kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k, 0, galois_element);
+      }
       kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, galois_element, o.data + poly, nullptr);
     });
   }

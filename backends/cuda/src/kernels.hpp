@@ -65,6 +65,12 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
 // X -> X^own_galois, unless the element is 0 (both nonzero: the same element).
 void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                    const u64* key, u32 extended_galois, u32 own_galois);
+// mod_up(d, galois_element) then inner_product(d, key, 0, galois_element) in
+// three launches (the forward tile pass and the inner product fused), when
+// the shape allows (one prime per digit, at most 8 digits, 2^11..2^15);
+// returns false, having launched nothing, otherwise.
+bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                          const u64* key, u32 galois_element);
 // out_c = ModDown(accumulator_c) + add_c, c = 0, 1 (add_c may be null; add0
 // is read through the automorphism of add0_galois unless it is 0).
 void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,

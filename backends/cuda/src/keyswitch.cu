@@ -8,7 +8,11 @@
 //                 s - l - 1; a digit's own slots are not stored (read from d).
 //   accumulators: 2 x slots x n.
 //   converted:    2 x (l + 1) x n.
+#include <cooperative_groups.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "automorphism.cuh"
 #include "basis_convert.cuh"
@@ -192,6 +196,127 @@ __global__ void __launch_bounds__(threads)
       make_ulonglong2(reduce128(a0, p), reduce128(a1, p));
 }
 
+// ---- ModUp's forward tiles and the inner product in one launch ----
+
+// Grid (tiles, slots, digits), one cluster per (tile, slot) over the digits:
+// block (tile, s, j) runs the forward tile pass of extended digit j, slot s
+// (written by the fused columns; the digit's own slot is read from d, through
+// X -> X^g when PERMUTE_OWN), multiplies it by both components of the key's
+// digit j and leaves the 128-bit products in its shared memory; after a
+// cluster barrier, block j sums a 1/digits share of the tile's outputs over
+// every block's products (distributed shared memory; products < 2^124, so
+// eight of them stay below 2^128) and writes the reduced accumulators. The
+// extended digits in NTT form are never written or re-read, and each key word
+// is fetched while the tile's butterflies run.
+struct TileInnerProduct {
+  const u64* extended;  // digits x slots x n, forward column stages done
+  const u64* d;
+  const u64* key;
+  u64* accumulators;
+  const DevPrime* primes;
+  u32 n;
+  u32 galois_element;
+  int log_n;
+  int level;
+  int max_level;
+  int slots;
+  int key_limbs;
+};
+
+constexpr int tip_log_tile = 10;
+using TipTile = ntt::Tile<tip_log_tile, 8>;
+// Dynamic shared memory: the tile pass's twiddles and data, then reused for
+// the products (2 components x TILE x 16 bytes).
+constexpr int tip_smem_bytes = TipTile::smem_bytes > 2 * TipTile::size * 16 ? TipTile::smem_bytes
+                                                                             : 2 * TipTile::size * 16;
+
+template <bool PERMUTE_OWN>
+__global__ void __launch_bounds__(TipTile::threads) tile_inner_product_kernel(NttTables t, TileInnerProduct a) {
+  namespace cg = cooperative_groups;
+  using T = TipTile;
+  constexpr int W = T::words;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  TwiddlePair* tw = dynamic_smem;
+  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
+  ulonglong2* products = reinterpret_cast<ulonglong2*>(dynamic_smem);  // [2][T::size], after the transform
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int s = static_cast<int>(blockIdx.y);
+  const int j = static_cast<int>(blockIdx.z);
+  const int digits = static_cast<int>(gridDim.z);
+  const int key_limb = key_limb_of_slot(s, a.level, a.max_level);
+  const DevPrime& p = a.primes[key_limb];
+  const u64 q = p.value;
+  const std::size_t n = a.n;
+  const u32 tile_base = blockIdx.x * T::size;
+  // The key's digit j, both components (fetched once the transform is done:
+  // holding them through it costs occupancy).
+  const u64* kb = a.key + (static_cast<std::size_t>(2 * j) * a.key_limbs + key_limb) * n + tile_base;
+  const u64* ka = kb + static_cast<std::size_t>(a.key_limbs) * n;
+  u64 vb[W], va[W], x[W];
+  auto fetch_key = [&] {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+      vb[r] = kb[i];
+      va[r] = ka[i];
+    }
+  };
+  if (s == j) {
+    fetch_key();  // alpha = 1: the digit's own slot, already in NTT form
+    const u64* src = a.d + static_cast<std::size_t>(s) * n;
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 pos = tile_base + threadIdx.x + static_cast<u32>(r * T::threads);
+      x[r] = src[PERMUTE_OWN ? automorphism_index(pos, a.galois_element, a.log_n) : pos];
+    }
+  } else {
+    const u64* inter = a.extended + (static_cast<std::size_t>(j) * a.slots + s) * n + tile_base;
+#pragma unroll
+    for (int r = 0; r < W; ++r) x[r] = inter[threadIdx.x + static_cast<u32>(r * T::threads)];
+    ntt::load_tile_twiddles<tip_log_tile, W>(tw, t.roots + static_cast<std::size_t>(key_limb) * n,
+                                             static_cast<u32>(n >> tip_log_tile), blockIdx.x);
+#pragma unroll
+    for (int r = 0; r < W; ++r) smem[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
+    __syncthreads();
+    ntt::tile_passes<true, tip_log_tile, W, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[ntt::padded(i)] = v; });
+    fetch_key();
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      x[r] = ntt::reduce_from_4q(smem[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))], q);
+    }
+    __syncthreads();  // the products overwrite the twiddles and the data
+  }
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+    products[i] = make_ulonglong2(x[r] * vb[r], __umul64hi(x[r], vb[r]));
+    products[T::size + i] = make_ulonglong2(x[r] * va[r], __umul64hi(x[r], va[r]));
+  }
+  cluster.sync();
+  const int rank = static_cast<int>(cluster.block_rank());
+  for (int o = rank * T::threads + static_cast<int>(threadIdx.x); o < 2 * T::size; o += digits * T::threads) {
+    U128 acc;
+    for (int k = 0; k < digits; ++k) {
+      const ulonglong2 v = cluster.map_shared_rank(products, k)[o];
+      acc.lo += v.x;
+      acc.hi += v.y + (acc.lo < v.x ? 1 : 0);
+    }
+    const int component = o / T::size;
+    const u32 pos = static_cast<u32>(o % T::size);
+    a.accumulators[(static_cast<std::size_t>(component) * a.slots + s) * n + tile_base + pos] = reduce128(acc, p);
+  }
+  cluster.sync();  // no block's shared memory goes away while another reads it
+}
+
+bool fused_inner_product_disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_FUSED_INNER_PRODUCT");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  return off;
+}
+
 // ---- ModDown ----
 
 // The P limbs of both accumulators, in place: b = poly x K + k.
@@ -326,21 +451,63 @@ int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
 
 }  // namespace
 
+namespace {
+// ModUp's first two launches on the fused path: INTT tiles, (INTT columns, lift, NTT columns).
+void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                    u32 galois_element) {
+  const int limbs = ks.level + 1;
+  const int slots = slots_of(ks);
+  if (galois_element == 0) {
+    ntt::inverse_tiles_only(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
+  } else {
+    const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
+    ntt::inverse_tiles_only(l.tables, permuted, limbs, l.stream);
+  }
+  const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
+                             l.n,               slots,         ks.level,  l.max_level};
+  ntt::inverse_map_forward(l.tables, columns, ks.digits * slots, l.stream);
+}
+}  // namespace
+
+bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                          const u64* key, u32 galois_element) {
+  if (ks.alpha != 1 || !ntt::fuse_columns(l.tables.log_n) || ntt::shape_for(l.tables.log_n).log_tile != tip_log_tile ||
+      ks.digits < 1 || ks.digits > 8 || ks.digits != ks.level + 1 || fused_inner_product_disabled()) {
+    return false;
+  }
+  mod_up_columns(l, ks, work, d, galois_element);
+  const int slots = slots_of(ks);
+  const TileInnerProduct args{work.extended, d,  key,      work.accumulators, l.tables.primes, l.n, galois_element,
+                              l.tables.log_n, ks.level, l.max_level, slots, l.max_level + 1 + ks.specials};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(l.n >> tip_log_tile, static_cast<unsigned>(slots), static_cast<unsigned>(ks.digits));
+  config.blockDim = dim3(TipTile::threads);
+  config.dynamicSmemBytes = tip_smem_bytes;
+  config.stream = l.stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = 1;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = static_cast<unsigned>(ks.digits);
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  static_assert(tip_smem_bytes <= 48 * 1024);
+  if (galois_element == 0) {
+    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<false>, l.tables, args), "cudaLaunchKernelEx");
+  } else {
+    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<true>, l.tables, args), "cudaLaunchKernelEx");
+  }
+  check_launch("tile_inner_product");
+  return true;
+}
+
 void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
   const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
   if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
     // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
-    if (galois_element == 0) {
-      ntt::inverse_tiles_only(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
-    } else {
-      const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
-      ntt::inverse_tiles_only(l.tables, permuted, limbs, l.stream);
-    }
-    const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
-                               l.n,               slots,         ks.level,  l.max_level};
-    ntt::inverse_map_forward(l.tables, columns, ks.digits * slots, l.stream);
+    mod_up_columns(l, ks, work, d, galois_element);
     ntt::forward_tiles_only(l.tables, batch, ks.digits * slots, l.stream);
     return;
   }

@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "cuda_check.hpp"
@@ -39,10 +40,15 @@ namespace fhelium::cuda::ntt {
 
 constexpr int column_threads = 128;
 
-template <int LOG_TILE>
+// W words per thread: 8 (radix-8 passes) or 4 (radix-4 passes, twice the
+// threads and half the dependent chain per thread, for small launches).
+template <int LOG_TILE, int W = 8>
 struct Tile {
+  static_assert(W == 8 || W == 4);
   static constexpr int size = 1 << LOG_TILE;
-  static constexpr int threads = size / 8;
+  static constexpr int words = W;
+  static constexpr int max_radix_log = W == 8 ? 3 : 2;
+  static constexpr int threads = size / W;
   static constexpr int data_words = size + size / 32;  // one pad word every 32 (bank conflicts)
   // Dynamic shared memory: `size` twiddle pairs (entry 0 unused), then the data.
   static constexpr int smem_bytes = size * 16 + data_words * 8;
@@ -74,14 +80,24 @@ __device__ __forceinline__ u64 reduce_from_4q(u64 x, u64 q) {
 // position p uses tw[TILE / 2t + p / 2t]. Globally that is
 // roots[N / 2t + (tile_base + p) / 2t] = roots[m (N1 + tile) + i] with
 // m = TILE / 2t, i = p / 2t.
-template <int LOG_TILE>
+// All of a thread's loads are issued before its first shared-memory store.
+template <int LOG_TILE, int W = 8>
 __device__ __forceinline__ void load_tile_twiddles(TwiddlePair* tw, const TwiddlePair* __restrict__ roots, u32 n1,
                                                    u32 tile) {
-  using T = Tile<LOG_TILE>;
-  for (u32 j = threadIdx.x; j < static_cast<u32>(T::size); j += T::threads) {
-    if (j == 0) continue;
-    const u32 m = 1u << (31 - __clz(j));
-    tw[j] = roots[m * (n1 + tile) + (j - m)];
+  using T = Tile<LOG_TILE, W>;
+  TwiddlePair v[W];
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    const u32 j = threadIdx.x + static_cast<u32>(r * T::threads);
+    if (j != 0) {
+      const u32 m = 1u << (31 - __clz(j));
+      v[r] = roots[m * (n1 + tile) + (j - m)];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    const u32 j = threadIdx.x + static_cast<u32>(r * T::threads);
+    if (j != 0) tw[j] = v[r];
   }
 }
 
@@ -89,11 +105,11 @@ __device__ __forceinline__ void load_tile_twiddles(TwiddlePair* tw, const Twiddl
 // Forward: distances 2^t0_log, 2^(t0_log - 1), ...; inverse: 2^t0_log,
 // 2^(t0_log + 1), ... Every butterfly of a stage inside one group whose
 // upper words share `e >> k` shares its twiddle, loaded once.
-template <bool FORWARD, int R, int LOG_TILE, class Dst>
+template <bool FORWARD, int R, int LOG_TILE, int W, class Dst>
 __device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddlePair* tw, u64 q, Dst dst) {
   constexpr int group = 1 << R;
-  constexpr int groups_per_thread = 8 / group;
-  constexpr int threads = Tile<LOG_TILE>::threads;
+  constexpr int groups_per_thread = W / group;
+  constexpr int threads = Tile<LOG_TILE, W>::threads;
   const int stride_log = FORWARD ? t0_log - (R - 1) : t0_log;
   const int span_log = FORWARD ? t0_log + 1 : t0_log + R;
   const u64 two_q = 2 * q;
@@ -131,29 +147,30 @@ __device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddleP
 }
 
 // Every pass of one tile, from shared memory; the last writes `store`.
-template <bool FORWARD, int LOG_TILE, int DONE, class Store>
+template <bool FORWARD, int LOG_TILE, int W, int DONE, class Store>
 __device__ __forceinline__ void tile_passes(u64* smem, const TwiddlePair* tw, u64 q, Store store) {
   if constexpr (DONE < LOG_TILE) {
     constexpr int remaining = LOG_TILE - DONE;
-    constexpr int first_forward = LOG_TILE % 3 == 0 ? 3 : LOG_TILE % 3;
-    constexpr int R = FORWARD ? (DONE == 0 ? first_forward : 3) : (remaining < 3 ? remaining : 3);
+    constexpr int rmax = Tile<LOG_TILE, W>::max_radix_log;
+    constexpr int first_forward = LOG_TILE % rmax == 0 ? rmax : LOG_TILE % rmax;
+    constexpr int R = FORWARD ? (DONE == 0 ? first_forward : rmax) : (remaining < rmax ? remaining : rmax);
     constexpr bool last = DONE + R == LOG_TILE;
     const int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
     if constexpr (DONE != 0) __syncthreads();
     if constexpr (last) {
-      pass<FORWARD, R, LOG_TILE>(t0_log, smem, tw, q, store);
+      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, q, store);
     } else {
-      pass<FORWARD, R, LOG_TILE>(t0_log, smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
+      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
     }
-    tile_passes<FORWARD, LOG_TILE, DONE + R>(smem, tw, q, store);
+    tile_passes<FORWARD, LOG_TILE, W, DONE + R>(smem, tw, q, store);
   }
 }
 
 // Forward stages with distance < TILE. SINGLE: the whole transform (reads
 // batch.load); otherwise reads batch.inter, written by forward_columns.
-template <int LOG_TILE, bool SINGLE, class Batch>
-__global__ void __launch_bounds__(Tile<LOG_TILE>::threads) forward_tiles(NttTables t, Batch batch) {
-  using T = Tile<LOG_TILE>;
+template <int LOG_TILE, bool SINGLE, int W, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttTables t, Batch batch) {
+  using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
   TwiddlePair* tw = dynamic_smem;
   u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
@@ -164,25 +181,28 @@ __global__ void __launch_bounds__(Tile<LOG_TILE>::threads) forward_tiles(NttTabl
   const u64 q = t.primes[limb].value;
   const u32 tile_base = blockIdx.x * T::size;
   const u64* inter = SINGLE ? nullptr : batch.inter(b);
+  u64 x[W];
 #pragma unroll
-  for (int r = 0; r < 8; ++r) {
+  for (int r = 0; r < W; ++r) {
     const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
     if constexpr (SINGLE) {
-      smem[padded(i)] = batch.load(b, tile_base + i);
+      x[r] = batch.load(b, tile_base + i);
     } else {
-      smem[padded(i)] = inter[tile_base + i];
+      x[r] = inter[tile_base + i];
     }
   }
-  load_tile_twiddles<LOG_TILE>(tw, t.roots + static_cast<std::size_t>(limb) * n, static_cast<u32>(n >> LOG_TILE),
-                               blockIdx.x);
-  __syncthreads();
-  tile_passes<true, LOG_TILE, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
-  typename Batch::Aux aux[8];
+  load_tile_twiddles<LOG_TILE, W>(tw, t.roots + static_cast<std::size_t>(limb) * n, static_cast<u32>(n >> LOG_TILE),
+                                  blockIdx.x);
 #pragma unroll
-  for (int r = 0; r < 8; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  for (int r = 0; r < W; ++r) smem[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
+  __syncthreads();
+  tile_passes<true, LOG_TILE, W, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
+  typename Batch::Aux aux[W];
+#pragma unroll
+  for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < 8; ++r) {
+  for (int r = 0; r < W; ++r) {
     const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
     batch.store(b, tile_base + i, reduce_from_4q(smem[padded(i)], q), aux[r]);
   }
@@ -190,9 +210,9 @@ __global__ void __launch_bounds__(Tile<LOG_TILE>::threads) forward_tiles(NttTabl
 
 // Inverse stages with distance < TILE. SINGLE: the whole transform, times
 // n^-1, to batch.store; otherwise to batch.inter for inverse_columns.
-template <int LOG_TILE, bool SINGLE, class Batch>
-__global__ void __launch_bounds__(Tile<LOG_TILE>::threads) inverse_tiles(NttTables t, Batch batch) {
-  using T = Tile<LOG_TILE>;
+template <int LOG_TILE, bool SINGLE, int W, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) inverse_tiles(NttTables t, Batch batch) {
+  using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
   TwiddlePair* tw = dynamic_smem;
   u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
@@ -205,13 +225,13 @@ __global__ void __launch_bounds__(Tile<LOG_TILE>::threads) inverse_tiles(NttTabl
   const u64 inv_n = p.inv_n;
   const u64 inv_n_shoup = p.inv_n_shoup;
   const u32 tile_base = blockIdx.x * T::size;
+  u64 x[W];
 #pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-    smem[padded(i)] = batch.load(b, tile_base + i);
-  }
-  load_tile_twiddles<LOG_TILE>(tw, t.inv_roots + static_cast<std::size_t>(limb) * n,
-                               static_cast<u32>(n >> LOG_TILE), blockIdx.x);
+  for (int r = 0; r < W; ++r) x[r] = batch.load(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  load_tile_twiddles<LOG_TILE, W>(tw, t.inv_roots + static_cast<std::size_t>(limb) * n,
+                                  static_cast<u32>(n >> LOG_TILE), blockIdx.x);
+#pragma unroll
+  for (int r = 0; r < W; ++r) smem[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
   __syncthreads();
   u64* inter = SINGLE ? nullptr : batch.inter(b);
   // The last inverse pass has the largest stride: its direct stores coalesce.
@@ -222,7 +242,7 @@ __global__ void __launch_bounds__(Tile<LOG_TILE>::threads) inverse_tiles(NttTabl
       inter[tile_base + i] = v;
     }
   };
-  tile_passes<false, LOG_TILE, 0>(smem, tw, q, store);
+  tile_passes<false, LOG_TILE, W, 0>(smem, tw, q, store);
 }
 
 // Column stages by compile-time recursion, so every index is a constant and
@@ -364,8 +384,19 @@ struct Shape {
 
 // Tiles of 2^10 words up to N = 2^15 (more, shorter blocks: small batches are
 // latency-bound), 2^11 at 2^16, 2^12 at 2^17; at most 32 columns.
+// FHELIUM_CUDA_LOG_TILE_14=11 takes 2^11-word tiles and 8 columns at 2^14
+// (A/B measurements).
+inline bool wide_tiles_at_14() {
+  static const bool on = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_LOG_TILE_14");
+    return e != nullptr && std::string(e) == "11";
+  }();
+  return on;
+}
+
 inline Shape shape_for(int log_n) {
   if (log_n <= 10) return {log_n, 1};
+  if (log_n == 14 && wide_tiles_at_14()) return {11, 8};
   if (log_n <= 15) return {10, 1 << (log_n - 10)};
   if (log_n == 16) return {11, 32};
   return {12, 1 << (log_n - 12)};
@@ -397,21 +428,44 @@ void launch_columns(bool forward, const NttTables& t, const Batch& batch, int co
   }
 }
 
-template <int LOG_TILE, bool SINGLE, class Batch>
-void launch_tiles(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
-  using T = Tile<LOG_TILE>;
+template <int LOG_TILE, bool SINGLE, int W, class Batch>
+void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  using T = Tile<LOG_TILE, W>;
   const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
   static std::atomic<unsigned long long> forward_ready{0};
   static std::atomic<unsigned long long> inverse_ready{0};
   if (forward) {
-    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, Batch>, T::smem_bytes, forward_ready);
-    forward_tiles<LOG_TILE, SINGLE><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
+    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes, forward_ready);
+    forward_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
     check_launch("ntt forward_tiles");
   } else {
-    allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, Batch>, T::smem_bytes, inverse_ready);
-    inverse_tiles<LOG_TILE, SINGLE><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
+    allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes, inverse_ready);
+    inverse_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
     check_launch("ntt inverse_tiles");
   }
+}
+
+// Launches of at most this many tile blocks run 4 words per thread (twice
+// the threads, half the dependent chain); larger ones 8. Only for 2^10-word
+// tiles. FHELIUM_CUDA_TILE_WORDS=8 forces 8 (for A/B measurements).
+inline bool small_tile_launch(unsigned blocks) {
+  static const bool force8 = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_TILE_WORDS");
+    return e != nullptr && std::string(e) == "8";
+  }();
+  return !force8 && blocks <= 640;
+}
+
+template <int LOG_TILE, bool SINGLE, class Batch>
+void launch_tiles(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  const unsigned blocks = ((1u << t.log_n) >> LOG_TILE) * static_cast<unsigned>(count);
+  if constexpr (LOG_TILE == 10) {
+    if (small_tile_launch(blocks)) {
+      launch_tiles_w<LOG_TILE, SINGLE, 4>(forward, t, batch, count, stream);
+      return;
+    }
+  }
+  launch_tiles_w<LOG_TILE, SINGLE, 8>(forward, t, batch, count, stream);
 }
 
 template <class Batch>
