@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "op_bench.hpp"
+
 namespace fhelium::apps {
 
 struct BenchOptions {
@@ -17,7 +19,6 @@ struct BenchOptions {
   std::string output;  // empty or "-": stdout
 };
 
-std::vector<std::string> bench_operations();
 int run_bench_command(const BenchOptions& options);
 
 }  // namespace fhelium::apps

@@ -8,14 +8,13 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/json.hpp>
-#include <fstream>
 #include <iostream>
 
 #include "backend_choice.hpp"
 #include "fhelium/params.hpp"
 #include "matvec_session.hpp"
+#include "op_bench.hpp"
 
 namespace {
 
@@ -23,18 +22,8 @@ using namespace fhelium;
 namespace json = boost::json;
 
 json::object summary(std::vector<double> seconds) {
-  std::sort(seconds.begin(), seconds.end());
-  const std::size_t n = seconds.size();
-  const double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
-  return {{"median_ms", median * 1e3}, {"min_ms", seconds.front() * 1e3}, {"runs", n}};
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
+  for (double& s : seconds) s *= 1e3;
+  return apps::timing_summary(std::move(seconds));
 }
 
 json::object bench_size(apps::MatvecSession& s, int runs, int warmup) {
@@ -110,7 +99,7 @@ int main(int argc, char** argv) {
     for (const auto& d : chosen.devices) devices.emplace_back(d);
     const CkksParameters params = preset(preset_name);
     json::object out{{"benchmark", "graph_replay_matvec"},
-                     {"machine", {{"host", host}, {"cpu", cpu_model()}, {"devices", devices}}},
+                     {"machine", {{"host", host}, {"cpu", apps::cpu_model()}, {"devices", devices}}},
                      {"backend", chosen.backend->name()},
                      {"parameters",
                       {{"preset", preset_name},
