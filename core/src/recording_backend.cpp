@@ -33,6 +33,14 @@ class TicketEvent final : public Event {
   }
 };
 
+// The queue of `stream`; nullptr is the backend's own.
+std::shared_ptr<WorkQueue> queue_of(Stream* stream, const std::shared_ptr<WorkQueue>& own) {
+  if (!stream) return own;
+  auto* queue = dynamic_cast<QueueStream*>(stream);
+  if (!queue) throw InvalidArgumentError("stream was not created by this backend (create_stream)");
+  return queue->queue;
+}
+
 TicketEvent& ticket_event(const Event& event) {
   auto* ticket = dynamic_cast<const TicketEvent*>(&event);
   if (!ticket) throw InvalidArgumentError("event was not created by this backend (create_event)");
@@ -177,15 +185,6 @@ std::shared_ptr<Event> RecordingBackend::create_event() {
   return std::make_shared<TicketEvent>();
 }
 
-namespace {
-std::shared_ptr<WorkQueue> queue_of(Stream* stream, const std::shared_ptr<WorkQueue>& own) {
-  if (!stream) return own;
-  auto* queue = dynamic_cast<QueueStream*>(stream);
-  if (!queue) throw InvalidArgumentError("stream was not created by this backend (create_stream)");
-  return queue->queue;
-}
-}  // namespace
-
 void RecordingBackend::record_event(Event& event, Stream* stream) {
   refuse_during_capture("record_event");
   auto queue = queue_of(stream, stream_);
@@ -209,11 +208,12 @@ void RecordingBackend::synchronize_event(const Event& event) {
 }
 
 void RecordingBackend::copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) {
+  auto op = [this, &dst, &src, bytes] { inner().copy(dst, src, bytes, nullptr); };
   if (!stream || capture_) {
-    issue([this, &dst, &src, bytes] { inner().copy(dst, src, bytes, nullptr); });
+    issue(op);  // during capture every copy is recorded on the backend's stream
     return;
   }
-  queue_of(stream, stream_)->submit([this, &dst, &src, bytes] { inner().copy(dst, src, bytes, nullptr); });
+  queue_of(stream, stream_)->submit(op);
 }
 
 void RecordingBackend::begin_capture() {

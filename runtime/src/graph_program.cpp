@@ -44,20 +44,22 @@ template <class F>
 void zip_leaves(const ValueTree& a, const ValueTree& b, F&& visit) {
   std::vector<const Value*> left;
   std::vector<const Value*> right;
-  a.for_each_leaf([&](const std::string&, const Value& v) { left.push_back(&v); });
-  b.for_each_leaf([&](const std::string&, const Value& v) { right.push_back(&v); });
+  a.for_each_leaf([&](const std::string&, const ValueTree& leaf) { left.push_back(&leaf.value()); });
+  b.for_each_leaf([&](const std::string&, const ValueTree& leaf) { right.push_back(&leaf.value()); });
   for (std::size_t i = 0; i < left.size() && i < right.size(); ++i) visit(*left[i], *right[i]);
 }
 
 std::size_t tree_bytes(const ValueTree& tree) {
   std::size_t bytes = 0;
-  tree.for_each_leaf([&](const std::string&, const Value& v) { bytes += v.buffer ? v.buffer->size_bytes() : 0; });
+  tree.for_each_leaf([&](const std::string&, const ValueTree& leaf) {
+    bytes += leaf.value().buffer ? leaf.value().buffer->size_bytes() : 0;
+  });
   return bytes;
 }
 
 void require_buffers(const ValueTree& tree, const char* what) {
-  tree.for_each_leaf([&](const std::string& path, const Value& v) {
-    if (!v.buffer) throw InvalidArgumentError(std::string(what) + " " + (path.empty() ? "value" : path) +
+  tree.for_each_leaf([&](const std::string& path, const ValueTree& leaf) {
+    if (!leaf.value().buffer) throw InvalidArgumentError(std::string(what) + " " + (path.empty() ? "value" : path) +
                                               " has no backend buffer (an empty value)");
   });
 }

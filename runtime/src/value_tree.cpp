@@ -28,6 +28,12 @@ const Plaintext& ValueTree::plaintext() const { return const_cast<ValueTree*>(th
 const ValueTree::List& ValueTree::list() const { return const_cast<ValueTree*>(this)->list(); }
 const ValueTree::Map& ValueTree::map() const { return const_cast<ValueTree*>(this)->map(); }
 
+const Value& ValueTree::value() const {
+  if (auto* c = std::get_if<Ciphertext>(&node_)) return *c;
+  if (auto* p = std::get_if<Plaintext>(&node_)) return *p;
+  throw InvalidArgumentError(std::string("value tree node is a ") + kind() + ", expected a ciphertext or plaintext");
+}
+
 const ValueTree& ValueTree::at(const std::string& name) const {
   const Map& children = map();
   auto found = children.find(name);

@@ -47,25 +47,14 @@ LeafSignature leaf_of(const std::string& path, const char* type, const Value& va
   return leaf;
 }
 
-void collect(const ValueTree& tree, const std::string& path, const Context& context,
-             std::vector<LeafSignature>& leaves) {
-  if (tree.is_ciphertext()) {
-    leaves.push_back(leaf_of(path, "ciphertext", tree.ciphertext(), context));
-  } else if (tree.is_plaintext()) {
-    leaves.push_back(leaf_of(path, "plaintext", tree.plaintext(), context));
-  } else if (tree.is_list()) {
-    for (std::size_t i = 0; i < tree.list().size(); ++i) collect(tree.list()[i], child_path(path, i), context, leaves);
-  } else {
-    for (const auto& [name, child] : tree.map()) collect(child, child_path(path, name), context, leaves);
-  }
-}
-
 }  // namespace
 
 ValueTreeSignature ValueTreeSignature::of(const ValueTree& tree, const Context& context) {
   ValueTreeSignature sig;
   sig.structure_ = structure_of(tree);
-  collect(tree, "", context, sig.leaves_);
+  tree.for_each_leaf([&](const std::string& path, const ValueTree& leaf) {
+    sig.leaves_.push_back(leaf_of(path, leaf.kind(), leaf.value(), context));
+  });
   return sig;
 }
 

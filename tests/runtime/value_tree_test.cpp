@@ -14,8 +14,10 @@ TEST(ValueTree, LeavesAreVisitedInPathOrder) {
   p.state.components = 1;
   ValueTree tree(ValueTree::Map{{"x", ValueTree(a)}, {"w", ValueTree(ValueTree::List{ValueTree(p), ValueTree(a)})}});
   std::vector<std::string> paths;
-  tree.for_each_leaf([&](const std::string& path, const Value&) { paths.push_back(path); });
-  EXPECT_EQ(paths, (std::vector<std::string>{"w[0]", "w[1]", "x"}));
+  tree.for_each_leaf([&](const std::string& path, const ValueTree& leaf) {
+    paths.push_back(path + ":" + leaf.kind());
+  });
+  EXPECT_EQ(paths, (std::vector<std::string>{"w[0]:plaintext", "w[1]:ciphertext", "x:ciphertext"}));
   EXPECT_EQ(tree.at("x").ciphertext().state.level, 3);
   EXPECT_TRUE(tree.at("w").at(0).is_plaintext());
 }

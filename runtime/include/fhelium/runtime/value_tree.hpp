@@ -43,11 +43,13 @@ class ValueTree {
   const ValueTree& at(const std::string& name) const;
   const ValueTree& at(std::size_t index) const;
 
-  // Visits every leaf value in tree order, with its path ("x", "w[2]", "a.b").
+  // A leaf's value (ciphertext or plaintext); InvalidArgumentError otherwise.
+  const Value& value() const;
+
+  // Visits every leaf node in tree order, with its path ("x", "w[2]", "a.b"):
+  // visit(const std::string& path, const ValueTree& leaf).
   template <class F>
   void for_each_leaf(F&& visit, const std::string& path = "") const;
-  template <class F>
-  void for_each_leaf(F&& visit, const std::string& path = "");
 
   const char* kind() const;
 
@@ -60,24 +62,13 @@ std::string child_path(const std::string& parent, std::size_t index);
 
 template <class F>
 void ValueTree::for_each_leaf(F&& visit, const std::string& path) const {
-  if (auto* c = std::get_if<Ciphertext>(&node_)) return visit(path, static_cast<const Value&>(*c));
-  if (auto* p = std::get_if<Plaintext>(&node_)) return visit(path, static_cast<const Value&>(*p));
   if (auto* l = std::get_if<List>(&node_)) {
     for (std::size_t i = 0; i < l->size(); ++i) (*l)[i].for_each_leaf(visit, child_path(path, i));
-    return;
+  } else if (auto* m = std::get_if<Map>(&node_)) {
+    for (const auto& [name, child] : *m) child.for_each_leaf(visit, child_path(path, name));
+  } else {
+    visit(path, *this);
   }
-  for (const auto& [name, child] : std::get<Map>(node_)) child.for_each_leaf(visit, child_path(path, name));
-}
-
-template <class F>
-void ValueTree::for_each_leaf(F&& visit, const std::string& path) {
-  if (auto* c = std::get_if<Ciphertext>(&node_)) return visit(path, static_cast<Value&>(*c));
-  if (auto* p = std::get_if<Plaintext>(&node_)) return visit(path, static_cast<Value&>(*p));
-  if (auto* l = std::get_if<List>(&node_)) {
-    for (std::size_t i = 0; i < l->size(); ++i) (*l)[i].for_each_leaf(visit, child_path(path, i));
-    return;
-  }
-  for (auto& [name, child] : std::get<Map>(node_)) child.for_each_leaf(visit, child_path(path, name));
 }
 
 }  // namespace fhelium::runtime
