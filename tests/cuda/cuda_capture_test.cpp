@@ -14,15 +14,12 @@
 #include <vector>
 
 #include "fhelium/cuda/cuda_backend.hpp"
+#include "expectations.hpp"
 #include "helpers.hpp"
+#include "require_gpu.hpp"
 
 namespace fhelium::test {
 namespace {
-
-#define REQUIRE_GPU()                                                        \
-  do {                                                                       \
-    if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device present"; \
-  } while (0)
 
 const std::vector<long> steps{1, -3};
 
@@ -51,20 +48,6 @@ std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Cip
   return out;
 }
 
-std::vector<HostValue> download_all(const Engine& e, const std::vector<Ciphertext>& values) {
-  std::vector<HostValue> out;
-  for (const auto& v : values) out.push_back(e.download(v));
-  return out;
-}
-
-void expect_same(const std::vector<HostValue>& expected, const std::vector<HostValue>& actual, const char* what) {
-  ASSERT_EQ(expected.size(), actual.size()) << what;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(expected[i].state, actual[i].state) << what << ", output " << i;
-    EXPECT_TRUE(expected[i].data == actual[i].data)
-        << what << ", output " << i << " (" << expected[i].state.describe() << "): residues differ";
-  }
-}
 
 TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   REQUIRE_GPU();

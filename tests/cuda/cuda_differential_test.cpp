@@ -15,14 +15,10 @@
 
 #include "fhelium/cuda/cuda_backend.hpp"
 #include "helpers.hpp"
+#include "require_gpu.hpp"
 
 namespace fhelium::test {
 namespace {
-
-#define REQUIRE_GPU()                                          \
-  do {                                                         \
-    if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device present"; \
-  } while (0)
 
 constexpr double message_tolerance = 1e-4;  // scale 2^40, amplitude 1
 constexpr u64 poison = ~u64{0};

@@ -7,31 +7,14 @@
 #include <fstream>
 
 #include "fhelium/plugins/loader.hpp"
+#include "expectations.hpp"
 #include "helpers.hpp"
+#include "test_plugins.hpp"
 
 namespace fhelium::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string plugin(const std::string& folder, const std::string& name) {
-  return std::string(FHELIUM_TEST_PLUGIN_DIR) + "/" + folder + "/libfhelium-backend-" + name + ".so";
-}
-
-template <class E, class Body>
-std::string error_of(Body body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
-
-void expect_contains(const std::string& message, std::initializer_list<std::string> fragments) {
-  for (const auto& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << message << "' lacks '" << f << "'";
-}
 
 // An Engine on `backend` with the fixture's keys; the host values come from `f`.
 struct Twin {

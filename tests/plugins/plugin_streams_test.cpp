@@ -12,29 +12,12 @@
 #include <vector>
 
 #include "fhelium/plugins/loader.hpp"
+#include "expectations.hpp"
 #include "helpers.hpp"
+#include "test_plugins.hpp"
 
 namespace fhelium::test {
 namespace {
-
-std::string plugin(const std::string& folder, const std::string& name) {
-  return std::string(FHELIUM_TEST_PLUGIN_DIR) + "/" + folder + "/libfhelium-backend-" + name + ".so";
-}
-
-template <class E, class Body>
-std::string error_of(Body body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
-
-void expect_contains(const std::string& message, std::initializer_list<std::string> fragments) {
-  for (const auto& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << message << "' lacks '" << f << "'";
-}
 
 const std::vector<long> steps{1, -2};
 
@@ -55,19 +38,6 @@ std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Cip
   return out;
 }
 
-std::vector<HostValue> download_all(const Engine& e, const std::vector<Ciphertext>& values) {
-  std::vector<HostValue> out;
-  for (const auto& v : values) out.push_back(e.download(v));
-  return out;
-}
-
-void expect_same(const std::vector<HostValue>& expected, const std::vector<HostValue>& actual, const char* what) {
-  ASSERT_EQ(expected.size(), actual.size()) << what;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(expected[i].state, actual[i].state) << what << ", output " << i;
-    EXPECT_TRUE(expected[i].data == actual[i].data) << what << ", output " << i << ": residues differ";
-  }
-}
 
 TEST(PluginStreams, CapturedEngineOpsReplayOnCopiedInputsLikeEagerExecution) {
   Fixture f(small_params(12, 2));

@@ -10,6 +10,7 @@
 #include <set>
 #include <type_traits>
 
+#include "expectations.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::runtime {
@@ -19,22 +20,8 @@ using test::Fixture;
 using test::max_error;
 using test::Message;
 using test::rotate_left;
+using test::error_of;
 using test::small_params;
-
-// The message of the exception of exactly type E that `f` throws (a failure otherwise).
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a different exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception was thrown";
-  return "";
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
