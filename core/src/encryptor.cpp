@@ -1,6 +1,5 @@
 #include "fhelium/encryptor.hpp"
 
-#include <cstring>
 #include <string>
 
 #include "fhelium/error.hpp"
@@ -162,13 +161,15 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
     const u64* s_shoup = sk.ntt_qp_shoup().data() + static_cast<std::size_t>(limb) * n;
     u64* out = pt.limb(ctx, 0, limb);
-    // Horner in s: c0 + s (c1 + s c2).
-    std::memcpy(out, ct.limb(ctx, st.components - 1, limb), n * sizeof(u64));
+    // Horner in s: c0 + s (c1 + s c2); the first step reads the top
+    // component, so nothing is copied.
+    const u64* partial = ct.limb(ctx, st.components - 1, limb);
     for (int c = st.components - 2; c >= 0; --c) {
       const u64* component = ct.limb(ctx, c, limb);
       for (std::size_t k = 0; k < n; ++k) {
-        out[k] = add_mod(mul_shoup(out[k], s[k], s_shoup[k], q.value), component[k], q.value);
+        out[k] = add_mod(mul_shoup(partial[k], s[k], s_shoup[k], q.value), component[k], q.value);
       }
+      partial = out;
     }
   }
   if (st.domain == Domain::coefficient) {

@@ -1,12 +1,12 @@
-// AVX2 stages of the NTT: four 64-bit lanes per instruction, 64-bit products
-// assembled from 32-bit multiplies (AVX2 has no 64-bit high multiply). Stages
-// with a butterfly distance below 4 run on the scalar radix-4 pass. Results are
-// bit-identical to the scalar transform (exact integer arithmetic).
+// AVX2 stages of the NTT (lane arithmetic in avx2_lanes.hpp). The last two
+// stages (butterfly distances 2 and 1) run on transposed groups of four.
+// Results are bit-identical to the scalar transform (exact integer arithmetic).
 #include <immintrin.h>
 
 #include <bit>
 #include <initializer_list>
 
+#include "avx2_lanes.hpp"
 #include "ntt_kernels.hpp"
 
 namespace fhelium::detail {
@@ -18,65 +18,12 @@ bool cpu_has_avx2() {
 
 namespace {
 
-#define FHELIUM_AVX2 __attribute__((target("avx2"), always_inline)) inline
-
-// A constant split into its 32-bit halves once.
-struct Constant {
-  __m256i lo;  // the value (low 32 bits are what mul_epu32 reads)
-  __m256i hi;  // the value >> 32
-};
-
-FHELIUM_AVX2 Constant broadcast(u64 value) {
-  return {_mm256_set1_epi64x(static_cast<long long>(value)), _mm256_set1_epi64x(static_cast<long long>(value >> 32))};
-}
-
-// High 64 bits of x * c, exact.
-FHELIUM_AVX2 __m256i mulhi(__m256i x, const Constant& c) {
-  const __m256i x_hi = _mm256_srli_epi64(x, 32);
-  const __m256i ll = _mm256_mul_epu32(x, c.lo);
-  const __m256i lh = _mm256_mul_epu32(x, c.hi);
-  const __m256i hl = _mm256_mul_epu32(x_hi, c.lo);
-  const __m256i hh = _mm256_mul_epu32(x_hi, c.hi);
-  const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
-  const __m256i mid = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(lh, mask)),
-                                       _mm256_and_si256(hl, mask));
-  return _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32)),
-                          _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(mid, 32)));
-}
-
-// Low 64 bits of x * c.
-FHELIUM_AVX2 __m256i mullo(__m256i x, const Constant& c) {
-  const __m256i x_hi = _mm256_srli_epi64(x, 32);
-  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(x_hi, c.lo), _mm256_mul_epu32(x, c.hi));
-  return _mm256_add_epi64(_mm256_mul_epu32(x, c.lo), _mm256_slli_epi64(cross, 32));
-}
-
-// x * w mod q in [0, 2q) (Shoup), lane-wise.
-FHELIUM_AVX2 __m256i mul_shoup_lazy(__m256i x, const Constant& w, const Constant& w_shoup, const Constant& q) {
-  const __m256i quotient = mulhi(x, w_shoup);
-  return _mm256_sub_epi64(mullo(x, w), mullo(quotient, q));
-}
-
-// x - bound where x >= bound (values below 2^63, so signed compares are exact).
-FHELIUM_AVX2 __m256i subtract_if_at_least(__m256i x, __m256i bound, __m256i bound_minus_one) {
-  return _mm256_sub_epi64(x, _mm256_and_si256(_mm256_cmpgt_epi64(x, bound_minus_one), bound));
-}
-
-// Loop-invariant lane constants for one prime.
-struct Lanes {
-  Constant q;
-  __m256i q_v, q_minus_one, two_q, two_q_minus_one;
-};
-
-FHELIUM_AVX2 Lanes lanes_for(u64 q) {
-  return {broadcast(q), _mm256_set1_epi64x(static_cast<long long>(q)), _mm256_set1_epi64x(static_cast<long long>(q - 1)),
-          _mm256_set1_epi64x(static_cast<long long>(2 * q)), _mm256_set1_epi64x(static_cast<long long>(2 * q - 1))};
-}
+using namespace avx2;
 
 FHELIUM_AVX2 void forward_butterfly(__m256i& x, __m256i& y, const Constant& w, const Constant& w_shoup,
                                     const Lanes& l) {
   const __m256i u = subtract_if_at_least(x, l.two_q, l.two_q_minus_one);
-  const __m256i v = mul_shoup_lazy(y, w, w_shoup, l.q);
+  const __m256i v = mul_shoup_lazy(y, w, w_shoup, l);
   x = _mm256_add_epi64(u, v);
   y = _mm256_add_epi64(_mm256_sub_epi64(u, v), l.two_q);
 }
@@ -86,11 +33,9 @@ FHELIUM_AVX2 void inverse_butterfly(__m256i& x, __m256i& y, const Constant& w, c
   const __m256i u = x;
   const __m256i v = y;
   x = subtract_if_at_least(_mm256_add_epi64(u, v), l.two_q, l.two_q_minus_one);
-  y = mul_shoup_lazy(_mm256_add_epi64(_mm256_sub_epi64(u, v), l.two_q), w, w_shoup, l.q);
+  y = mul_shoup_lazy(_mm256_add_epi64(_mm256_sub_epi64(u, v), l.two_q), w, w_shoup, l);
 }
 
-FHELIUM_AVX2 __m256i load(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-FHELIUM_AVX2 void store(u64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 
 // Per-lane constants (four different roots).
 FHELIUM_AVX2 Constant lanes_of(__m256i values) { return {values, _mm256_srli_epi64(values, 32)}; }
@@ -247,7 +192,7 @@ __attribute__((target("avx2"))) void inverse_avx2(u64* a, std::uint64_t n, const
   }
   const Constant scale = broadcast(inv_n), scale_shoup = broadcast(inv_n_shoup);
   for (std::uint64_t j = 0; j < n; j += 4) {
-    store(a + j, subtract_if_at_least(mul_shoup_lazy(load(a + j), scale, scale_shoup, l.q), l.q_v, l.q_minus_one));
+    store(a + j, subtract_if_at_least(mul_shoup_lazy(load(a + j), scale, scale_shoup, l), l.q_v, l.q_minus_one));
   }
 }
 

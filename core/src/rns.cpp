@@ -84,31 +84,45 @@ __attribute__((target_clones("avx2", "default"))) void lift_single_prime(const u
 void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const {
   const std::size_t na = from_.size();
   const std::size_t nb = to_.size();
-  u64 y[max_from_primes];
   if (na == 1) {
-    for (std::size_t j = 0; j < nb; ++j) {
-      lift_single_prime(in + begin, out + j * n + begin, end - begin, from_[0].value, to_[j],
-                        overflow_mod_to_[j * 2 + 1]);
-    }
+    for (std::size_t j = 0; j < nb; ++j) convert_one(in, out + j * n, n, j, begin, end);
     return;
   }
+  u64 y[max_from_primes];
   for (std::size_t k = begin; k < end; ++k) {
-    double overflow = 0.0;
-    for (std::size_t i = 0; i < na; ++i) {
-      y[i] = mul_shoup(in[i * n + k], hat_inv_[i], hat_inv_shoup_[i], from_[i].value);
-      overflow += static_cast<double>(y[i]) * inv_double_[i];
-    }
-    // Rounding (not flooring) gives the centered representative.
-    const u64 v = static_cast<u64>(overflow + 0.5);
-
-    for (std::size_t j = 0; j < nb; ++j) {
-      const u64* hat = &hat_mod_to_[j * na];
-      u128 acc = 0;
-      for (std::size_t i = 0; i < na; ++i) acc += static_cast<u128>(y[i]) * hat[i];
-      const Modulus& b = to_[j];
-      out[j * n + k] = sub_mod(reduce128(acc, b), overflow_mod_to_[j * (na + 1) + v], b.value);
-    }
+    const u64 v = scaled_residues(in, n, k, y);
+    for (std::size_t j = 0; j < nb; ++j) out[j * n + k] = combine(y, v, j);
   }
+}
+
+void BasisConverter::convert_one(const u64* in, u64* out, std::size_t n, std::size_t target, std::size_t begin,
+                                 std::size_t end) const {
+  if (from_.size() == 1) {
+    lift_single_prime(in + begin, out + begin, end - begin, from_[0].value, to_[target],
+                      overflow_mod_to_[target * 2 + 1]);
+    return;
+  }
+  u64 y[max_from_primes];
+  for (std::size_t k = begin; k < end; ++k) out[k] = combine(y, scaled_residues(in, n, k, y), target);
+}
+
+u64 BasisConverter::scaled_residues(const u64* in, std::size_t n, std::size_t k, u64* y) const {
+  double overflow = 0.0;
+  for (std::size_t i = 0; i < from_.size(); ++i) {
+    y[i] = mul_shoup(in[i * n + k], hat_inv_[i], hat_inv_shoup_[i], from_[i].value);
+    overflow += static_cast<double>(y[i]) * inv_double_[i];
+  }
+  // Rounding (not flooring) gives the centered representative.
+  return static_cast<u64>(overflow + 0.5);
+}
+
+u64 BasisConverter::combine(const u64* y, u64 v, std::size_t target) const {
+  const std::size_t na = from_.size();
+  const u64* hat = &hat_mod_to_[target * na];
+  u128 acc = 0;
+  for (std::size_t i = 0; i < na; ++i) acc += static_cast<u128>(y[i]) * hat[i];
+  const Modulus& b = to_[target];
+  return sub_mod(reduce128(acc, b), overflow_mod_to_[target * (na + 1) + v], b.value);
 }
 
 }  // namespace fhelium

@@ -7,6 +7,7 @@
 
 #include "cpu_types.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/limb_kernels.hpp"
 #include "fhelium/recording_backend.hpp"
 #include "keyswitch.hpp"
 #include "parallel.hpp"
@@ -158,16 +159,12 @@ class CpuBackend final : public Backend {
       const int comp = static_cast<int>(index / limbs);
       const int i = static_cast<int>(index % limbs);
       const Modulus& qm = c.q()[static_cast<std::size_t>(i)];
-      const u64 q = qm.value;
       const u64* t = ws.rotated.data() + static_cast<std::size_t>(comp) * n;
       u64* o = limb_of(out, n, comp, i);
-      const u64 half = rs.half_last[static_cast<std::size_t>(i)];
-      for (std::size_t k = 0; k < n; ++k) o[k] = sub_mod(reduce64(t[k], qm), half, q);
+      reduce_subtract(t, o, n, qm, rs.half_last[static_cast<std::size_t>(i)]);
       c.ntt(i).forward(o);
-      const u64* x = limb_of(a, n, comp, i);
-      const u64 inv = rs.last_inverse[static_cast<std::size_t>(i)];
-      const u64 inv_shoup = rs.last_inverse_shoup[static_cast<std::size_t>(i)];
-      for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(sub_mod(x[k], o[k], q), inv, inv_shoup, q);
+      multiply_difference(limb_of(a, n, comp, i), o, o, n, rs.last_inverse[static_cast<std::size_t>(i)],
+                          rs.last_inverse_shoup[static_cast<std::size_t>(i)], qm.value);
     });
   }
 
@@ -180,8 +177,7 @@ class CpuBackend final : public Backend {
     const std::size_t n = ctx.context().ring_degree();
     const int level = a.limbs - 1;
     std::lock_guard lock(ctx.mutex());
-    mod_up(ctx, limb_of(a, n, 2, 0), level);
-    inner_product(ctx, level, key, nullptr);
+    mod_up_inner_product(ctx, limb_of(a, n, 2, 0), level, key);
     mod_down_add(ctx, level, limb_of(out, n, 0, 0), limb_of(a, n, 0, 0), limb_of(out, n, 1, 0), limb_of(a, n, 1, 0));
   }
 
@@ -197,8 +193,7 @@ class CpuBackend final : public Backend {
     u64* c1 = ws.rotated.data() + static_cast<std::size_t>(a.limbs) * n;
     apply_automorphism(ctx, perm, a, 0, c0);
     apply_automorphism(ctx, perm, a, 1, c1);
-    mod_up(ctx, c1, level);
-    inner_product(ctx, level, key, nullptr);
+    mod_up_inner_product(ctx, c1, level, key);
     mod_down_add(ctx, level, limb_of(out, n, 0, 0), c0, limb_of(out, n, 1, 0), nullptr);
   }
 

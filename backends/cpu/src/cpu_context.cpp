@@ -60,6 +60,7 @@ KeySwitchWorkspace& CpuContext::workspace() const {
     ws->accumulators.resize(2 * key_limbs * n);
     ws->rotated.resize(2 * q_limbs * n);
     ws->converted.resize(2 * q_limbs * n);
+    ws->slot_scratch.resize(static_cast<std::size_t>(threads_) * 5 * n);
     workspace_ = std::move(ws);
   }
   return *workspace_;

@@ -56,6 +56,7 @@ struct KeySwitchWorkspace {
   std::vector<u64> accumulators;  // 2 x (L + 1 + K) x N
   std::vector<u64> rotated;       // 2 x (L + 1) x N
   std::vector<u64> converted;     // 2 x (L + 1) x N: ModDown's P -> Q results
+  std::vector<u64> slot_scratch;  // threads x 5N: one limb and two 128-bit accumulators per thread
 };
 
 class CpuContext final : public BackendContext {

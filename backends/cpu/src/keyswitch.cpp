@@ -1,5 +1,7 @@
 #include "keyswitch.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -82,6 +84,18 @@ void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, co
   });
 }
 
+// The level + 1 limbs of d in the coefficient domain, in the workspace.
+u64* to_coefficients(const CpuContext& ctx, const u64* d, int level) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  u64* coefficients = ctx.workspace().coefficients.data();
+  parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
+    std::memcpy(coefficients + i * n, d + i * n, n * sizeof(u64));
+    c.ntt(static_cast<int>(i)).inverse(coefficients + i * n);
+  });
+  return coefficients;
+}
+
 }  // namespace
 
 void mod_up(const CpuContext& ctx, const u64* d, int level) {
@@ -91,12 +105,7 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
   const int slots = level + 1 + specials;
   const KeySwitchLevel& ks = c.key_switch(level);
   KeySwitchWorkspace& ws = ctx.workspace();
-  u64* coefficients = ws.coefficients.data();
-
-  parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
-    std::memcpy(coefficients + i * n, d + i * n, n * sizeof(u64));
-    c.ntt(static_cast<int>(i)).inverse(coefficients + i * n);
-  });
+  u64* coefficients = to_coefficients(ctx, d, level);
 
   for (int j = 0; j < ks.digits; ++j) {
     const DigitRange r = digit_range(c, level, j);
@@ -122,6 +131,54 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
                                                    static_cast<std::size_t>(t)) * n;
                  c.ntt(key_limb_of_slot(c, slot, level)).forward(limb);
                });
+}
+
+void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  const int slots = level + 1 + c.special_count();
+  const KeySwitchLevel& ks = c.key_switch(level);
+  const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
+  KeySwitchWorkspace& ws = ctx.workspace();
+  const u64* key_words = words(key);
+  const u64* coefficients = to_coefficients(ctx, d, level);
+
+  parallel_for(ctx.threads(), static_cast<std::size_t>(slots), [&](std::size_t s) {
+    const int slot = static_cast<int>(s);
+    const int key_limb = key_limb_of_slot(c, slot, level);
+    const Modulus& q = c.key_modulus(key_limb);
+    // This thread's limb and 128-bit sums (L2-sized at N = 2^14).
+    u64* limb = ws.slot_scratch.data() + static_cast<std::size_t>(omp_get_thread_num()) * 5 * n;
+    auto* sum0 = reinterpret_cast<u128*>(limb + n);
+    u128* sum1 = sum0 + n;
+    std::fill_n(sum0, 2 * n, u128{0});
+    for (int j = 0; j < ks.digits; ++j) {
+      const DigitRange r = digit_range(c, level, j);
+      const u64* x = d + s * n;  // the digit's own limbs are d's
+      if (slot < r.begin || slot >= r.end) {
+        const int target = slot < r.begin ? slot : slot - (r.end - r.begin);
+        ks.mod_up[static_cast<std::size_t>(j)].convert_one(coefficients + static_cast<std::size_t>(r.begin) * n, limb,
+                                                           n, static_cast<std::size_t>(target), 0, n);
+        c.ntt(key_limb).forward(limb);
+        x = limb;
+      }
+      const u64* kb = key_words + (static_cast<std::size_t>(j) * 2 * key_limbs + static_cast<std::size_t>(key_limb)) * n;
+      const u64* ka = kb + key_limbs * n;
+      for (std::size_t k = 0; k < n; ++k) {
+        sum0[k] += static_cast<u128>(x[k]) * kb[k];
+        sum1[k] += static_cast<u128>(x[k]) * ka[k];
+      }
+      if ((j & 15) == 15) {  // keeps the sums below 2^127, as multiply_accumulate does
+        for (std::size_t k = 0; k < 2 * n; ++k) sum0[k] = reduce128(sum0[k], q);
+      }
+    }
+    u64* acc0 = ws.accumulators.data() + s * n;
+    u64* acc1 = ws.accumulators.data() + (static_cast<std::size_t>(slots) + s) * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      acc0[k] = reduce128(sum0[k], q);
+      acc1[k] = reduce128(sum1[k], q);
+    }
+  });
 }
 
 void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm) {

@@ -26,6 +26,10 @@ class BasisConverter {
   // `in`: |A| limbs of n coefficients (coefficient domain), limb stride n.
   // `out`: |B| limbs of n coefficients. Coefficients [begin, end) only.
   void convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const;
+  // Target `target` only: `out` is one limb of n coefficients. The same
+  // residues as convert(); a fused key switch converts one target at a time.
+  void convert_one(const u64* in, u64* out, std::size_t n, std::size_t target, std::size_t begin,
+                   std::size_t end) const;
 
   // Constants, as device backends read them.
   const std::vector<u64>& hat_inverse() const { return hat_inv_; }        // [(A/a_i)^-1]_{a_i}
@@ -36,6 +40,11 @@ class BasisConverter {
   const std::vector<u64>& overflow_mod_to() const { return overflow_mod_to_; }  // [v A]_{b_j} at j*(|A|+1)+v
 
  private:
+  // y_i = [x_i (A/a_i)^-1]_{a_i} of coefficient k, and the overflow count v.
+  u64 scaled_residues(const u64* in, std::size_t n, std::size_t k, u64* y) const;
+  // [sum_i y_i (A/a_i) - v A]_{b_target}.
+  u64 combine(const u64* y, u64 v, std::size_t target) const;
+
   std::vector<Modulus> from_, to_;
   std::vector<u64> hat_inv_, hat_inv_shoup_, hat_mod_to_, prod_mod_to_;
   std::vector<u64> overflow_mod_to_;  // [v A]_{b_j} at j * (|A| + 1) + v

@@ -1,0 +1,19 @@
+// Loops over one limb (n residues modulo one prime) that backends share,
+// vectorized with AVX2 where the CPU has it; the results do not depend on
+// which path runs.
+#pragma once
+
+#include <cstddef>
+
+#include "fhelium/modarith.hpp"
+
+namespace fhelium {
+
+// out[k] = (t[k] mod q - c) mod q, for any t[k] < 2^62 and c < q.
+void reduce_subtract(const u64* t, u64* out, std::size_t n, const Modulus& q, u64 c);
+
+// out[k] = (x[k] - y[k]) w mod q, for x[k], y[k] < q and w_shoup = shoup(w, q).
+// out may alias x or y.
+void multiply_difference(const u64* x, const u64* y, u64* out, std::size_t n, u64 w, u64 w_shoup, u64 q);
+
+}  // namespace fhelium

@@ -1,0 +1,71 @@
+// AVX2 lane arithmetic on 64-bit residues: four lanes per instruction,
+// 64-bit products assembled from 32-bit multiplies (AVX2 has no 64-bit high
+// multiply). Shared by the NTT and the limb kernels; every function is
+// compiled for AVX2 only, so callers dispatch on detail::cpu_has_avx2().
+#pragma once
+
+#include <immintrin.h>
+
+#include "fhelium/modarith.hpp"
+
+namespace fhelium::detail::avx2 {
+
+#define FHELIUM_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+// A constant split into its 32-bit halves once.
+struct Constant {
+  __m256i lo;  // the value (low 32 bits are what mul_epu32 reads)
+  __m256i hi;  // the value >> 32
+};
+
+FHELIUM_AVX2 Constant broadcast(u64 value) {
+  return {_mm256_set1_epi64x(static_cast<long long>(value)), _mm256_set1_epi64x(static_cast<long long>(value >> 32))};
+}
+
+// High 64 bits of x * c, or up to 2 below: the low x c product and the
+// carries of the middle terms are skipped (one 32-bit multiply and five
+// other instructions less per call).
+FHELIUM_AVX2 __m256i mulhi_approx(__m256i x, const Constant& c) {
+  const __m256i x_hi = _mm256_srli_epi64(x, 32);
+  const __m256i lh = _mm256_mul_epu32(x, c.hi);
+  const __m256i hl = _mm256_mul_epu32(x_hi, c.lo);
+  const __m256i hh = _mm256_mul_epu32(x_hi, c.hi);
+  return _mm256_add_epi64(hh, _mm256_add_epi64(_mm256_srli_epi64(lh, 32), _mm256_srli_epi64(hl, 32)));
+}
+
+// Low 64 bits of x * c.
+FHELIUM_AVX2 __m256i mullo(__m256i x, const Constant& c) {
+  const __m256i x_hi = _mm256_srli_epi64(x, 32);
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(x_hi, c.lo), _mm256_mul_epu32(x, c.hi));
+  return _mm256_add_epi64(_mm256_mul_epu32(x, c.lo), _mm256_slli_epi64(cross, 32));
+}
+
+// x - bound where x >= bound (values below 2^63, so signed compares are exact).
+FHELIUM_AVX2 __m256i subtract_if_at_least(__m256i x, __m256i bound, __m256i bound_minus_one) {
+  return _mm256_sub_epi64(x, _mm256_and_si256(_mm256_cmpgt_epi64(x, bound_minus_one), bound));
+}
+
+// Loop-invariant lane constants for one prime.
+struct Lanes {
+  Constant q;
+  __m256i q_v, q_minus_one, two_q, two_q_minus_one;
+};
+
+FHELIUM_AVX2 Lanes lanes_for(u64 q) {
+  return {broadcast(q), _mm256_set1_epi64x(static_cast<long long>(q)), _mm256_set1_epi64x(static_cast<long long>(q - 1)),
+          _mm256_set1_epi64x(static_cast<long long>(2 * q)), _mm256_set1_epi64x(static_cast<long long>(2 * q - 1))};
+}
+
+// x * w mod q in [0, 2q) (Shoup), lane-wise. The quotient estimate is at
+// most 3 short, so x w - quotient q < 4q < 2^63 and one conditional
+// subtraction of 2q gives Shoup's range.
+FHELIUM_AVX2 __m256i mul_shoup_lazy(__m256i x, const Constant& w, const Constant& w_shoup, const Lanes& l) {
+  const __m256i quotient = mulhi_approx(x, w_shoup);
+  const __m256i r = _mm256_sub_epi64(mullo(x, w), mullo(quotient, l.q));
+  return subtract_if_at_least(r, l.two_q, l.two_q_minus_one);
+}
+
+FHELIUM_AVX2 __m256i load(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+FHELIUM_AVX2 void store(u64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+}  // namespace fhelium::detail::avx2
