@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -20,19 +21,32 @@ namespace {
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 // Each run is synchronized, so asynchronous backends are timed to completion.
 json::object time_op(const std::string& name, int runs, int warmup, Backend& backend, const std::function<void()>& op) {
   for (int i = 0; i < warmup; ++i) op();
   backend.synchronize();
-  std::vector<double> ms;
+  std::vector<double> ms, cpu_ms;
   for (int i = 0; i < runs; ++i) {
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_ms();
     op();
     backend.synchronize();
+    cpu_ms.push_back(process_cpu_ms() - cpu_start);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   json::object result{{"op", name}};
   for (const auto& field : timing_summary(std::move(ms))) result[field.key()] = field.value();
+  // CPU time of all the process's threads: on a shared machine the wall time
+  // also holds the time the scheduler gave to other processes.
+  const json::object cpu = timing_summary(std::move(cpu_ms));
+  result["process_cpu_median_ms"] = cpu.at("median_ms");
+  result["process_cpu_min_ms"] = cpu.at("min_ms");
   return result;
 }
 

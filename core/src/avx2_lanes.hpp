@@ -22,6 +22,36 @@ FHELIUM_AVX2 Constant broadcast(u64 value) {
   return {_mm256_set1_epi64x(static_cast<long long>(value)), _mm256_set1_epi64x(static_cast<long long>(value >> 32))};
 }
 
+// High 64 bits of x * c, exact.
+FHELIUM_AVX2 __m256i mulhi(__m256i x, const Constant& c) {
+  const __m256i x_hi = _mm256_srli_epi64(x, 32);
+  const __m256i ll = _mm256_mul_epu32(x, c.lo);
+  const __m256i lh = _mm256_mul_epu32(x, c.hi);
+  const __m256i hl = _mm256_mul_epu32(x_hi, c.lo);
+  const __m256i hh = _mm256_mul_epu32(x_hi, c.hi);
+  const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
+  const __m256i mid = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(lh, mask)),
+                                       _mm256_and_si256(hl, mask));
+  return _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32)),
+                          _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(mid, 32)));
+}
+
+// The 128-bit product of two lanes, as (high, low) 64-bit halves.
+FHELIUM_AVX2 void multiply_wide(__m256i a, __m256i b, __m256i& high, __m256i& low) {
+  const __m256i a_hi = _mm256_srli_epi64(a, 32);
+  const __m256i b_hi = _mm256_srli_epi64(b, 32);
+  const __m256i ll = _mm256_mul_epu32(a, b);
+  const __m256i lh = _mm256_mul_epu32(a, b_hi);
+  const __m256i hl = _mm256_mul_epu32(a_hi, b);
+  const __m256i hh = _mm256_mul_epu32(a_hi, b_hi);
+  const __m256i mask = _mm256_set1_epi64x(0xffffffffLL);
+  const __m256i mid = _mm256_add_epi64(_mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(lh, mask)),
+                                       _mm256_and_si256(hl, mask));
+  low = _mm256_or_si256(_mm256_and_si256(ll, mask), _mm256_slli_epi64(mid, 32));
+  high = _mm256_add_epi64(_mm256_add_epi64(hh, _mm256_srli_epi64(lh, 32)),
+                          _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(mid, 32)));
+}
+
 // High 64 bits of x * c, or up to 2 below: the low x c product and the
 // carries of the middle terms are skipped (one 32-bit multiply and five
 // other instructions less per call).

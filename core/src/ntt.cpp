@@ -45,7 +45,7 @@ NttTable::NttTable(std::uint64_t ring_degree, const Modulus& modulus)
 
 void NttTable::forward(u64* a) const {
   const u64 q = modulus_.value;
-  if (detail::cpu_has_avx2() && n_ >= 16) {
+  if (detail::use_avx2(q) && n_ >= 16) {
     detail::forward_avx2(a, n_, roots_.data(), roots_shoup_.data(), q);
   } else {
     forward_scalar(a);
@@ -65,7 +65,7 @@ void NttTable::forward_scalar(u64* a) const {
 
 void NttTable::inverse(u64* a) const {
   const u64 q = modulus_.value;
-  if (detail::cpu_has_avx2() && n_ >= 16) {
+  if (detail::use_avx2(q) && n_ >= 16) {
     detail::inverse_avx2(a, n_, inv_roots_.data(), inv_roots_shoup_.data(), q, inv_n_, inv_n_shoup_);
   } else {
     inverse_scalar(a);

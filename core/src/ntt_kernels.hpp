@@ -11,6 +11,9 @@
 namespace fhelium::detail {
 
 bool cpu_has_avx2();
+// Whether the AVX2 paths apply to q: their lanes compare signed, which needs
+// 4q < 2^63.
+inline bool use_avx2(u64 q) { return cpu_has_avx2() && q < (u64{1} << 61); }
 void forward_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q);
 void inverse_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q, u64 inv_n,
                   u64 inv_n_shoup);

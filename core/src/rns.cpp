@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fhelium/error.hpp"
+#include "fhelium/limb_kernels.hpp"
 
 namespace fhelium {
 
@@ -53,34 +54,6 @@ BasisConverter::BasisConverter(std::vector<Modulus> from, std::vector<Modulus> t
   }
 }
 
-namespace {
-
-// One prime: A / a_0 = 1 and the centered lift is exact in integers:
-// x - a_0 when x > (a_0 - 1) / 2. Written on signed lanes (values < 2^62) so
-// the AVX2 clone vectorizes.
-__attribute__((target_clones("avx2", "default"))) void lift_single_prime(const u64* in, u64* out, std::size_t count,
-                                                                         u64 a0, const Modulus& b,
-                                                                         u64 lifted_negative) {
-  const auto half = static_cast<std::int64_t>((a0 - 1) / 2);
-  const auto bv = static_cast<std::int64_t>(b.value);
-  const auto minus = static_cast<std::int64_t>(lifted_negative);
-  if (a0 < 2 * b.value) {  // x < 2b: one conditional subtraction reduces it
-    for (std::size_t k = 0; k < count; ++k) {
-      const auto x = static_cast<std::int64_t>(in[k]);
-      std::int64_t r = x >= bv ? x - bv : x;
-      if (x > half) r = r >= minus ? r - minus : r + bv - minus;
-      out[k] = static_cast<u64>(r);
-    }
-    return;
-  }
-  for (std::size_t k = 0; k < count; ++k) {
-    const u64 r = reduce64(in[k], b);
-    out[k] = in[k] > (a0 - 1) / 2 ? sub_mod(r, lifted_negative, b.value) : r;
-  }
-}
-
-}  // namespace
-
 void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const {
   const std::size_t na = from_.size();
   const std::size_t nb = to_.size();
@@ -98,8 +71,8 @@ void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t
 void BasisConverter::convert_one(const u64* in, u64* out, std::size_t n, std::size_t target, std::size_t begin,
                                  std::size_t end) const {
   if (from_.size() == 1) {
-    lift_single_prime(in + begin, out + begin, end - begin, from_[0].value, to_[target],
-                      overflow_mod_to_[target * 2 + 1]);
+    // One prime: A / a_0 = 1 and the centered lift is exact in integers.
+    lift_centered(in + begin, out + begin, end - begin, from_[0].value, to_[target], overflow_mod_to_[target * 2 + 1]);
     return;
   }
   u64 y[max_from_primes];

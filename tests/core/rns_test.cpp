@@ -64,6 +64,11 @@ class RnsTest : public testing::TestWithParam<RnsCase> {
             << "x = " << static_cast<u64>(x >> 64) << " * 2^64 + " << static_cast<u64>(x) << ", coefficient " << k
             << ", output prime " << to[j].value;
       }
+      // One target at a time (the fused key switch): the same residues.
+      std::vector<u64> one(n, ~u64{0});
+      converter->convert_one(in.data(), one.data(), n, j, 0, n);
+      ASSERT_TRUE(std::equal(one.begin(), one.end(), out.begin() + static_cast<std::ptrdiff_t>(j * n)))
+          << "convert_one, output prime " << to[j].value;
     }
   }
 

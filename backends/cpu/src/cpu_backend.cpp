@@ -98,7 +98,7 @@ class CpuBackend final : public Backend {
       const u64* x = limb_of(a, n, c, i);
       const u64* y = limb_of(p, n, 0, i);
       u64* o = limb_of(out, n, c, i);
-      for (std::size_t k = 0; k < n; ++k) o[k] = mul_mod(x[k], y[k], q);
+      multiply_residues(x, y, o, n, q);
     });
   }
 

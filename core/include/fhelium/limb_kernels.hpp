@@ -16,4 +16,12 @@ void reduce_subtract(const u64* t, u64* out, std::size_t n, const Modulus& q, u6
 // out may alias x or y.
 void multiply_difference(const u64* x, const u64* y, u64* out, std::size_t n, u64 w, u64 w_shoup, u64 q);
 
+// The centered lift of residues modulo a0 to b: out[k] = in[k] mod b, minus
+// a0 when in[k] > (a0 - 1) / 2 (a0_mod_b = a0 mod b). Basis conversion from
+// one prime.
+void lift_centered(const u64* in, u64* out, std::size_t n, u64 a0, const Modulus& b, u64 a0_mod_b);
+
+// out[k] = x[k] y[k] mod q, for x[k], y[k] < q. out may alias x or y.
+void multiply_residues(const u64* x, const u64* y, u64* out, std::size_t n, const Modulus& q);
+
 }  // namespace fhelium

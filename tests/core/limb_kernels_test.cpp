@@ -1,0 +1,95 @@
+// The shared limb loops against 128-bit reference arithmetic at every prime
+// size, with lengths that leave a scalar tail after the AVX2 lanes.
+#include "fhelium/limb_kernels.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "fhelium/primes.hpp"
+
+namespace fhelium::test {
+namespace {
+
+constexpr std::size_t length = 1027;  // 256 groups of four and a tail of three
+
+// Random residues below `bound`, with the edge values first.
+std::vector<u64> residues(std::mt19937_64& rng, u64 bound) {
+  std::vector<u64> v{0, 1, bound / 2, bound / 2 + 1, bound - 2, bound - 1};
+  while (v.size() < length) v.push_back(rng() % bound);
+  return v;
+}
+
+u64 reference_product(u64 a, u64 b, u64 q) { return static_cast<u64>(static_cast<u128>(a) * b % q); }
+
+TEST(LimbKernelsTest, MultiplyResiduesMatchesReference) {
+  std::mt19937_64 rng(11);
+  for (int bits = 20; bits <= 61; ++bits) {
+    const Modulus q(generate_ntt_primes({bits}, 1024)[0]);
+    const auto x = residues(rng, q.value);
+    auto y = residues(rng, q.value);
+    std::reverse(y.begin(), y.end());
+    std::vector<u64> out(length);
+    multiply_residues(x.data(), y.data(), out.data(), length, q);
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(out[k], reference_product(x[k], y[k], q.value)) << x[k] << " * " << y[k] << " mod " << q.value;
+    }
+    multiply_residues(x.data(), y.data(), y.data(), length, q);  // in place
+    ASSERT_EQ(y, out);
+  }
+}
+
+TEST(LimbKernelsTest, ReduceSubtractMatchesReferenceForWordsBelow2To62) {
+  std::mt19937_64 rng(12);
+  for (int bits = 20; bits <= 61; ++bits) {
+    const Modulus q(generate_ntt_primes({bits}, 1024)[0]);
+    auto t = residues(rng, u64{1} << 62);
+    t[6] = q.value;
+    t[7] = 2 * q.value - 1;
+    const u64 c = rng() % q.value;
+    std::vector<u64> out(length);
+    reduce_subtract(t.data(), out.data(), length, q, c);
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(out[k], (t[k] % q.value + q.value - c) % q.value) << t[k] << " mod " << q.value << " - " << c;
+    }
+  }
+}
+
+TEST(LimbKernelsTest, MultiplyDifferenceMatchesReference) {
+  std::mt19937_64 rng(13);
+  for (int bits = 20; bits <= 61; ++bits) {
+    const Modulus q(generate_ntt_primes({bits}, 1024)[0]);
+    const auto x = residues(rng, q.value);
+    const auto y = residues(rng, q.value);
+    const u64 w = rng() % q.value;
+    std::vector<u64> out(length);
+    multiply_difference(x.data(), y.data(), out.data(), length, w, shoup(w, q.value), q.value);
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(out[k], reference_product((x[k] + q.value - y[k]) % q.value, w, q.value)) << k << " mod " << q.value;
+    }
+  }
+}
+
+TEST(LimbKernelsTest, LiftCenteredMatchesSignedReference) {
+  std::mt19937_64 rng(14);
+  // Sources above, near and below the target: both reduction paths.
+  for (int from_bits : {30, 40, 50, 60, 61}) {
+    for (int to_bits : {20, 40, 59, 61}) {
+      const auto primes = generate_ntt_primes({from_bits, to_bits}, 1024);
+      const u64 a0 = primes[0];
+      const Modulus b(primes[1]);
+      const auto in = residues(rng, a0);
+      std::vector<u64> out(length);
+      lift_centered(in.data(), out.data(), length, a0, b, a0 % b.value);
+      for (std::size_t k = 0; k < length; ++k) {
+        const u64 expected = in[k] > (a0 - 1) / 2 ? (b.value - (a0 - in[k]) % b.value) % b.value : in[k] % b.value;
+        ASSERT_EQ(out[k], expected) << in[k] << " mod " << a0 << " lifted to " << b.value;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fhelium::test
