@@ -41,11 +41,17 @@ NttTable::NttTable(std::uint64_t ring_degree, const Modulus& modulus)
   }
   inv_n_ = inv_mod(n_ % q, modulus);
   inv_n_shoup_ = shoup(inv_n_, q);
+  if (detail::use_fma(q)) {
+    roots_double_.assign(roots_.begin(), roots_.end());
+    inv_roots_double_.assign(inv_roots_.begin(), inv_roots_.end());
+  }
 }
 
 void NttTable::forward(u64* a) const {
   const u64 q = modulus_.value;
-  if (detail::use_avx2(q) && n_ >= 16) {
+  if (!roots_double_.empty() && n_ >= 16) {
+    detail::forward_fma(a, n_, roots_double_.data(), q);
+  } else if (detail::use_avx2(q) && n_ >= 16) {
     detail::forward_avx2(a, n_, roots_.data(), roots_shoup_.data(), q);
   } else {
     forward_scalar(a);
@@ -65,7 +71,9 @@ void NttTable::forward_scalar(u64* a) const {
 
 void NttTable::inverse(u64* a) const {
   const u64 q = modulus_.value;
-  if (detail::use_avx2(q) && n_ >= 16) {
+  if (!inv_roots_double_.empty() && n_ >= 16) {
+    detail::inverse_fma(a, n_, inv_roots_double_.data(), q, inv_n_);
+  } else if (detail::use_avx2(q) && n_ >= 16) {
     detail::inverse_avx2(a, n_, inv_roots_.data(), inv_roots_shoup_.data(), q, inv_n_, inv_n_shoup_);
   } else {
     inverse_scalar(a);

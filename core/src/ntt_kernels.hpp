@@ -14,6 +14,13 @@ bool cpu_has_avx2();
 // Whether the AVX2 paths apply to q: their lanes compare signed, which needs
 // 4q < 2^63.
 inline bool use_avx2(u64 q) { return cpu_has_avx2() && q < (u64{1} << 61); }
+// The double-precision transforms (ntt_fma.cpp) for q < 2^44.
+inline bool use_fma(u64 q) {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has && q < (u64{1} << 44);
+}
+void forward_fma(u64* a, std::uint64_t n, const double* roots, u64 q);
+void inverse_fma(u64* a, std::uint64_t n, const double* roots, u64 q, u64 inv_n);
 void forward_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q);
 void inverse_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q, u64 inv_n,
                   u64 inv_n_shoup);

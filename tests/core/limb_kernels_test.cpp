@@ -41,6 +41,22 @@ TEST(LimbKernelsTest, MultiplyResiduesMatchesReference) {
   }
 }
 
+TEST(LimbKernelsTest, MultiplyCrossMatchesReference) {
+  std::mt19937_64 rng(15);
+  for (int bits = 20; bits <= 61; ++bits) {
+    const Modulus q(generate_ntt_primes({bits}, 1024)[0]);
+    const auto a0 = residues(rng, q.value), b1 = residues(rng, q.value);
+    auto a1 = residues(rng, q.value), b0 = residues(rng, q.value);
+    std::reverse(a1.begin(), a1.end());
+    std::vector<u64> out(length);
+    multiply_cross(a0.data(), b1.data(), a1.data(), b0.data(), out.data(), length, q);
+    for (std::size_t k = 0; k < length; ++k) {
+      const u128 z = static_cast<u128>(a0[k]) * b1[k] + static_cast<u128>(a1[k]) * b0[k];
+      ASSERT_EQ(out[k], static_cast<u64>(z % q.value)) << k << " mod " << q.value;
+    }
+  }
+}
+
 TEST(LimbKernelsTest, ReduceSubtractMatchesReferenceForWordsBelow2To62) {
   std::mt19937_64 rng(12);
   for (int bits = 20; bits <= 61; ++bits) {
@@ -68,6 +84,12 @@ TEST(LimbKernelsTest, MultiplyDifferenceMatchesReference) {
     multiply_difference(x.data(), y.data(), out.data(), length, w, shoup(w, q.value), q.value);
     for (std::size_t k = 0; k < length; ++k) {
       ASSERT_EQ(out[k], reference_product((x[k] + q.value - y[k]) % q.value, w, q.value)) << k << " mod " << q.value;
+    }
+    const auto add = residues(rng, q.value);
+    std::vector<u64> sum(length);
+    multiply_difference(x.data(), y.data(), sum.data(), length, w, shoup(w, q.value), q.value, add.data());
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(sum[k], static_cast<u64>((static_cast<u128>(out[k]) + add[k]) % q.value)) << k << " mod " << q.value;
     }
   }
 }

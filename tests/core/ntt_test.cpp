@@ -110,6 +110,11 @@ TEST_P(NttTest, ScalarAndDispatchedPathsAreBitIdentical) {
     table->inverse_scalar(b.data());
     ASSERT_EQ(a, b);
   }
+  // The inverse of the largest inputs: its sums grow fastest.
+  std::vector<u64> a(n, q - 1), b(n, q - 1);
+  table->inverse(a.data());
+  table->inverse_scalar(b.data());
+  ASSERT_EQ(a, b);
 }
 
 TEST_P(NttTest, ForwardIsEvaluationAtOddPowersOfPsi) {
@@ -152,8 +157,11 @@ TEST_P(NttTest, XToTheNIsMinusOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(NttShapes, NttTest,
-                         testing::Values(NttShape{10, 40}, NttShape{10, 60}, NttShape{11, 60}, NttShape{12, 40},
-                                         NttShape{12, 60}, NttShape{13, 50}, NttShape{14, 40}, NttShape{14, 60}, NttShape{15, 61}),
+                         // 30..44 bits: the double-precision path (below 2^44), 45+: the integer one.
+                         testing::Values(NttShape{10, 40}, NttShape{10, 60}, NttShape{11, 43}, NttShape{11, 60},
+                                         NttShape{12, 40}, NttShape{12, 45}, NttShape{12, 60}, NttShape{13, 30},
+                                         NttShape{13, 50}, NttShape{14, 40}, NttShape{14, 60}, NttShape{15, 61},
+                                         NttShape{16, 44}, NttShape{17, 43}),
                          ntt_name);
 
 TEST(NttProductTest, NegacyclicProductMatchesSchoolbook) {

@@ -112,11 +112,9 @@ class CpuBackend final : public Backend {
       const u64 *a0 = limb_of(a, n, 0, i), *a1 = limb_of(a, n, 1, i);
       const u64 *b0 = limb_of(b, n, 0, i), *b1 = limb_of(b, n, 1, i);
       u64 *d0 = limb_of(out, n, 0, i), *d1 = limb_of(out, n, 1, i), *d2 = limb_of(out, n, 2, i);
-      for (std::size_t k = 0; k < n; ++k) {
-        d0[k] = mul_mod(a0[k], b0[k], q);
-        d1[k] = reduce128(static_cast<u128>(a0[k]) * b1[k] + static_cast<u128>(a1[k]) * b0[k], q);
-        d2[k] = mul_mod(a1[k], b1[k], q);
-      }
+      multiply_residues(a0, b0, d0, n, q);
+      multiply_cross(a0, b1, a1, b0, d1, n, q);
+      multiply_residues(a1, b1, d2, n, q);
     });
   }
 

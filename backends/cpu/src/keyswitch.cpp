@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fhelium/limb_kernels.hpp"
 #include "parallel.hpp"
 
 namespace fhelium::cpu {
@@ -136,6 +137,14 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
 void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
+  // Fused only where it wins: one prime per digit (a digit of several primes
+  // would redo its scaled residues per target) and a slot's 128-bit sums
+  // within L2 (2 x 2^14 x 16 bytes); elsewhere the digits are stored.
+  if (c.digit_size() != 1 || n > (std::size_t{1} << 14)) {
+    mod_up(ctx, d, level);
+    inner_product(ctx, level, key, nullptr);
+    return;
+  }
   const int slots = level + 1 + c.special_count();
   const KeySwitchLevel& ks = c.key_switch(level);
   const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
@@ -239,20 +248,11 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
   parallel_for(ctx.threads(), 2 * q_limbs, [&](std::size_t index) {
     const std::size_t poly = index / q_limbs;
     const std::size_t i = index % q_limbs;
-    const u64 q = c.q()[i].value;
     u64* conv = ws.converted.data() + (poly * q_limbs + i) * n;
     c.ntt(static_cast<int>(i)).forward(conv);
-    const u64 p_inv = ks.p_inverse[i];
-    const u64 p_inv_shoup = ks.p_inverse_shoup[i];
-    const u64* a = accumulator(poly) + i * n;
-    u64* o = (poly == 0 ? out0 : out1) + i * n;
     const u64* add = poly == 0 ? add0 : add1;
-    const u64* extra = add ? add + i * n : nullptr;
-    for (std::size_t k = 0; k < n; ++k) {
-      u64 r = mul_shoup(sub_mod(a[k], conv[k], q), p_inv, p_inv_shoup, q);
-      if (extra) r = add_mod(r, extra[k], q);
-      o[k] = r;
-    }
+    multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n, ks.p_inverse[i],
+                        ks.p_inverse_shoup[i], c.q()[i].value, add ? add + i * n : nullptr);
   });
 }
 

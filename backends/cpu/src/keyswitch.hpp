@@ -11,9 +11,10 @@ namespace fhelium::cpu {
 // the result stays in the context's workspace (all digits).
 void mod_up(const CpuContext& ctx, const u64* d, int level);
 
-// mod_up then inner_product without storing the extended digits: one key
-// slot at a time, each digit's limb is converted, transformed and multiplied
-// into the slot's 128-bit sums while it is in cache.
+// mod_up then inner_product. With one prime per digit and N <= 2^14 the
+// extended digits are never stored: one key slot at a time, each digit's limb
+// is converted, transformed and multiplied into the slot's 128-bit sums while
+// it is in cache.
 void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key);
 
 // Workspace accumulators = sum over digits of extended_j (read through

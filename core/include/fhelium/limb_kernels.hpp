@@ -12,9 +12,10 @@ namespace fhelium {
 // out[k] = (t[k] mod q - c) mod q, for any t[k] < 2^62 and c < q.
 void reduce_subtract(const u64* t, u64* out, std::size_t n, const Modulus& q, u64 c);
 
-// out[k] = (x[k] - y[k]) w mod q, for x[k], y[k] < q and w_shoup = shoup(w, q).
-// out may alias x or y.
-void multiply_difference(const u64* x, const u64* y, u64* out, std::size_t n, u64 w, u64 w_shoup, u64 q);
+// out[k] = (x[k] - y[k]) w (+ add[k]) mod q, for x[k], y[k], add[k] < q and
+// w_shoup = shoup(w, q); add may be null. out may alias any input.
+void multiply_difference(const u64* x, const u64* y, u64* out, std::size_t n, u64 w, u64 w_shoup, u64 q,
+                         const u64* add = nullptr);
 
 // The centered lift of residues modulo a0 to b: out[k] = in[k] mod b, minus
 // a0 when in[k] > (a0 - 1) / 2 (a0_mod_b = a0 mod b). Basis conversion from
@@ -23,5 +24,10 @@ void lift_centered(const u64* in, u64* out, std::size_t n, u64 a0, const Modulus
 
 // out[k] = x[k] y[k] mod q, for x[k], y[k] < q. out may alias x or y.
 void multiply_residues(const u64* x, const u64* y, u64* out, std::size_t n, const Modulus& q);
+
+// out[k] = a0[k] b1[k] + a1[k] b0[k] mod q, for residues below q: the
+// middle term of a ciphertext product.
+void multiply_cross(const u64* a0, const u64* b1, const u64* a1, const u64* b0, u64* out, std::size_t n,
+                    const Modulus& q);
 
 }  // namespace fhelium

@@ -18,7 +18,8 @@ class NttTable {
   const Modulus& modulus() const { return modulus_; }
   u64 psi() const { return psi_; }
 
-  // In place; inputs in [0, q), outputs in [0, q). Uses AVX2 when the CPU has it.
+  // In place; inputs in [0, q), outputs in [0, q). Uses AVX2 (and FMA for
+  // primes below 2^44) when the CPU has it.
   void forward(u64* values) const;
   void inverse(u64* values) const;
   // The portable path (bit-identical; tests compare the two).
@@ -40,6 +41,9 @@ class NttTable {
   u64 psi_;
   std::vector<u64> roots_, roots_shoup_, inv_roots_, inv_roots_shoup_;
   u64 inv_n_, inv_n_shoup_;
+  // The roots as doubles, for the floating-point path (primes below 2^44 on
+  // CPUs with AVX2 and FMA); empty otherwise.
+  std::vector<double> roots_double_, inv_roots_double_;
 };
 
 std::uint32_t bit_reverse(std::uint32_t x, int bits);
