@@ -114,7 +114,9 @@ __device__ __forceinline__ SinglePrimeLift make_lift(const DevPrime& from, const
 
 // ModUp with one prime per digit (alpha = 1) at degrees with a column pass:
 // INTT columns of digit j, the lift to slot s and the NTT columns of slot s
-// in one launch (b = j x slots + s, the own slot skipped).
+// in one launch. b = j x (slots - 1) + t over the targets t of digit j only
+// (slot s = t, or t + 1 from the own slot j on, as the converter numbers
+// them).
 struct ModUpColumns {
   const u64* coefficients;
   u64* extended;
@@ -124,16 +126,21 @@ struct ModUpColumns {
   int slots;
   int level;
   int max_level;
-  __device__ bool skip(int b) const { return b % slots == b / slots; }
-  __device__ int source_prime(int b) const { return b / slots; }
-  __device__ const u64* source(int b) const { return coefficients + static_cast<std::size_t>(b / slots) * n; }
-  __device__ int prime(int b) const { return key_limb_of_slot(b % slots, level, max_level); }
-  __device__ u64* inter(int b) const { return extended + static_cast<std::size_t>(b) * n; }
+  __device__ int targets() const { return slots - 1; }
+  __device__ int slot(int b) const {
+    const int t = b % targets();
+    return t < b / targets() ? t : t + 1;
+  }
+  __device__ bool skip(int) const { return false; }
+  __device__ int source_prime(int b) const { return b / targets(); }
+  __device__ const u64* source(int b) const { return coefficients + static_cast<std::size_t>(b / targets()) * n; }
+  __device__ int prime(int b) const { return key_limb_of_slot(slot(b), level, max_level); }
+  __device__ u64* inter(int b) const {
+    return extended + (static_cast<std::size_t>(b / targets()) * slots + slot(b)) * n;
+  }
   __device__ SinglePrimeLift map(int b) const {
-    const int j = b / slots;
-    const int s = b % slots;
-    const int target = s < j ? s : s - 1;
-    return make_lift(primes[j], primes[prime(b)], mod_up[j].overflow_mod_to[2 * target + 1]);
+    const int j = b / targets();
+    return make_lift(primes[j], primes[prime(b)], mod_up[j].overflow_mod_to[2 * (b % targets()) + 1]);
   }
 };
 
@@ -465,7 +472,7 @@ void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
   }
   const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
                              l.n,               slots,         ks.level,  l.max_level};
-  ntt::inverse_map_forward(l.tables, columns, ks.digits * slots, l.stream);
+  ntt::inverse_map_forward(l.tables, columns, ks.digits * (slots - 1), slots - 1, l.stream);
 }
 }  // namespace
 
@@ -568,7 +575,7 @@ void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& wor
     ntt::inverse_tiles_only(l.tables, special, 2, l.stream);
     const ModDownColumns columns{work.accumulators, work.converted, ks.mod_down.overflow_mod_to, l.tables.primes,
                                  l.n,               slots,          limbs,                       l.max_level + 1};
-    ntt::inverse_map_forward(l.tables, columns, 2 * limbs, l.stream);
+    ntt::inverse_map_forward(l.tables, columns, 2 * limbs, limbs, l.stream);
     ntt::forward_tiles_only(l.tables, batch, 2 * limbs, l.stream);
     return;
   }

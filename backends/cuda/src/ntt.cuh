@@ -376,6 +376,107 @@ __global__ void __launch_bounds__(column_threads) inverse_map_forward_columns(Nt
   for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
 }
 
+// The same with each source column's inverse stages done once per block and
+// shared by the targets of that source (the batches of one source are
+// consecutive: b = source x targets + g). Block (C columns) x (targets):
+// the source columns go to shared memory; every inverse stage is one
+// butterfly per thread, pair p of column c on the threads (c, g) with
+// g = p mod targets (a barrier between stages); n^-1 goes with the last
+// stage's store. Then thread (c, g) maps column c to target g, runs its
+// forward stages in registers and writes batch b's limb. The inverse
+// butterflies are done once instead of once per target, and a thread's
+// dependent chain is log2 N1 + N1/2 log2 N1 butterflies instead of
+// N1 log2 N1 (ModUp at 2^14: 36 instead of 64).
+// At most 112 registers and 8 warps per block: two blocks per SM (4 warps on
+// each of the SM's 4 register files of 16K words), so ModUp's 256 blocks at
+// 2^14 (8 digits x 8 targets) run in one wave. Grids under 128 blocks take
+// the old kernel (at 2^14, ModDown's and rescale's 64 blocks would leave half
+// the SMs idle).
+constexpr int shared_columns = 32;     // C: one warp of columns per target
+constexpr int shared_max_targets = 8;  // larger groups take inverse_map_forward_columns
+
+template <int N1, class Fused>
+__global__ void __maxnreg__(112) inverse_once_map_forward_columns(NttTables t, Fused f) {
+  constexpr int C = shared_columns;
+  static_assert(N1 <= C);
+  __shared__ TwiddlePair itw[N1];
+  __shared__ TwiddlePair ftw[shared_max_targets][N1];
+  __shared__ u64 columns[N1][C];
+  const int g = static_cast<int>(threadIdx.y);
+  const int targets = static_cast<int>(blockDim.y);
+  const int b = static_cast<int>(blockIdx.y) * targets + g;
+  const int from = f.source_prime(b);
+  const int to = f.prime(b);
+  const std::size_t n = std::size_t{1} << t.log_n;
+  const u32 n2 = static_cast<u32>(n / N1);
+  const u32 c = threadIdx.x;
+  const u32 column0 = blockIdx.x * C;
+  {
+    // The source's N1 x C words, coalesced (every batch of the block has the same source).
+    const u64* src = f.source(b);
+    constexpr int words = N1 * C;
+    const int threads = C * targets;
+    u64 v[(words + 31) / 32];  // at most words / 32 per thread (targets >= 1)
+    int count = 0;
+#pragma unroll
+    for (int r = 0; r < (words + 31) / 32; ++r) {
+      const int i = g * C + static_cast<int>(c) + r * threads;
+      if (i < words) {
+        v[r] = src[static_cast<u32>(i / C) * n2 + column0 + static_cast<u32>(i % C)];
+        count = r + 1;
+      }
+    }
+    if (c < N1) {
+      ftw[g][c] = t.roots[static_cast<std::size_t>(to) * n + c];
+      if (g == 0) itw[c] = t.inv_roots[static_cast<std::size_t>(from) * n + c];
+    }
+#pragma unroll
+    for (int r = 0; r < (words + 31) / 32; ++r) {
+      const int i = g * C + static_cast<int>(c) + r * threads;
+      if (r < count) columns[i / C][i % C] = v[r];
+    }
+  }
+  __syncthreads();
+  {
+    const DevPrime& ps = t.primes[from];
+    const u64 qs = ps.value;
+    const u64 two_qs = 2 * qs;
+    // Stage with distance tk (1, 2, .. N1/2): pair p = (block i, offset jj),
+    // words 2 i tk + jj and + tk, twiddle itw[N1 / (2 tk) + i].
+#pragma unroll
+    for (int tk = 1; tk < N1; tk *= 2) {
+      const bool last = 2 * tk == N1;
+      for (int p = g; p < N1 / 2; p += targets) {
+        const int i = p / tk;
+        const int jj = p % tk;
+        const int lo = 2 * i * tk + jj;
+        u64 x0 = columns[lo][c];
+        u64 x1 = columns[lo + tk][c];
+        const TwiddlePair w = itw[N1 / (2 * tk) + i];
+        inverse_butterfly(x0, x1, w.w, w.w_shoup, qs, two_qs);
+        if (last) {
+          x0 = mul_shoup(x0, ps.inv_n, ps.inv_n_shoup, qs);
+          x1 = mul_shoup(x1, ps.inv_n, ps.inv_n_shoup, qs);
+        }
+        columns[lo][c] = x0;
+        columns[lo + tk][c] = x1;
+      }
+      __syncthreads();
+    }
+  }
+  if (f.skip(b)) return;
+  const auto map = f.map(b);
+  u64 x[N1];
+#pragma unroll
+  for (int k = 0; k < N1; ++k) x[k] = map(columns[k][c]);
+  const u64 q = t.primes[to].value;
+  forward_column_stages<N1, 1>(x, ftw[g], q, 2 * q);
+  u64* inter = f.inter(b);
+  const u32 j = column0 + c;
+#pragma unroll
+  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+}
+
 // Tile size and column count for a ring degree.
 struct Shape {
   int log_tile;
@@ -541,12 +642,41 @@ void forward_tiles_only(const NttTables& t, const Batch& batch, int count, cudaS
   launch_tiles_any<false>(true, shape_for(t.log_n).log_tile, t, batch, count, stream);
 }
 
-// inverse_map_forward_columns over `count` target limbs. Only when fuse_columns.
+// Whether inverse_map_forward shares each source's inverse stages among its
+// targets (inverse_once_map_forward_columns); FHELIUM_CUDA_SHARED_INVERSE=0
+// turns it off (A/B measurements).
+inline bool shared_inverse() {
+  static const bool on = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_SHARED_INVERSE");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
+// The fused columns over `count` target limbs, `targets` consecutive ones per
+// source (count is a multiple of targets). Only when fuse_columns.
 template <class Fused>
-void inverse_map_forward(const NttTables& t, const Fused& f, int count, cudaStream_t stream) {
+void inverse_map_forward(const NttTables& t, const Fused& f, int count, int targets, cudaStream_t stream) {
   if (count <= 0) return;
   const int n1 = shape_for(t.log_n).n1;
   const unsigned n2 = (1u << t.log_n) / static_cast<unsigned>(n1);
+  if (shared_inverse() && targets <= shared_max_targets && count % targets == 0 && n2 % shared_columns == 0 &&
+      (n2 / shared_columns) * static_cast<unsigned>(count / targets) >= 128) {
+    const dim3 grid(n2 / shared_columns, static_cast<unsigned>(count / targets));
+    const dim3 block(shared_columns, static_cast<unsigned>(targets));
+    auto go = [&](auto kernel) {
+      kernel<<<grid, block, 0, stream>>>(t, f);
+      check_launch("ntt inverse_once_map_forward_columns");
+    };
+    switch (n1) {
+      case 2: go(inverse_once_map_forward_columns<2, Fused>); break;
+      case 4: go(inverse_once_map_forward_columns<4, Fused>); break;
+      case 8: go(inverse_once_map_forward_columns<8, Fused>); break;
+      case 16: go(inverse_once_map_forward_columns<16, Fused>); break;
+      default: throw_cuda_error(cudaErrorInvalidValue, "ntt with " + std::to_string(n1) + " columns");
+    }
+    return;
+  }
   const dim3 grid(n2 / column_threads, static_cast<unsigned>(count));
   auto go = [&](auto kernel) {
     kernel<<<grid, column_threads, 0, stream>>>(t, f);

@@ -111,7 +111,7 @@ void rescale(const Launch& l, const RescaleView& tables, Poly out, Poly a, u64* 
     // 3 launches: inverse tiles of the dropped limbs, the fused columns, forward tiles.
     ntt::inverse_tiles_only(l.tables, dropped, a.components, l.stream);
     const RescaleColumns columns{temp, out.data, l.n, out.limbs, last, tables.q_last, l.tables.primes, tables};
-    ntt::inverse_map_forward(l.tables, columns, out.components * out.limbs, l.stream);
+    ntt::inverse_map_forward(l.tables, columns, out.components * out.limbs, out.limbs, l.stream);
     ntt::forward_tiles_only(l.tables, kept, out.components * out.limbs, l.stream);
     return;
   }
