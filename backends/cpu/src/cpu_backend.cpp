@@ -188,10 +188,8 @@ class CpuBackend final : public Backend {
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
     u64* c0 = ws.rotated.data();
-    u64* c1 = ws.rotated.data() + static_cast<std::size_t>(a.limbs) * n;
     apply_automorphism(ctx, perm, a, 0, c0);
-    apply_automorphism(ctx, perm, a, 1, c1);
-    mod_up_inner_product(ctx, c1, level, key);
+    mod_up_inner_product(ctx, limb_of(a, n, 1, 0), level, key, perm.data());
     mod_down_add(ctx, level, limb_of(out, n, 0, 0), c0, limb_of(out, n, 1, 0), nullptr);
   }
 

@@ -77,6 +77,17 @@ void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const
   }
 }
 
+// sum0/sum1[k] += x[index(k)] * kb[k] / ka[k]: one digit of a key slot.
+template <class Index>
+void accumulate_digit(std::size_t n, const u64* x, const u64* kb, const u64* ka, u128* sum0, u128* sum1,
+                      Index index) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const u64 v = x[index(k)];
+    sum0[k] += static_cast<u128>(v) * kb[k];
+    sum1[k] += static_cast<u128>(v) * ka[k];
+  }
+}
+
 void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, const u64* in, u64* out) {
   const std::size_t n = ctx.context().ring_degree();
   const std::size_t chunks = (n + conversion_chunk - 1) / conversion_chunk;
@@ -134,7 +145,8 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
                });
 }
 
-void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key) {
+void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
+                          const std::uint32_t* perm) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   // Fused only where it wins: one prime per digit (a digit of several primes
@@ -142,7 +154,7 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
   // within L2 (2 x 2^14 x 16 bytes); elsewhere the digits are stored.
   if (c.digit_size() != 1 || n > (std::size_t{1} << 14)) {
     mod_up(ctx, d, level);
-    inner_product(ctx, level, key, nullptr);
+    inner_product(ctx, level, key, perm);
     return;
   }
   const int slots = level + 1 + c.special_count();
@@ -173,9 +185,10 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
       }
       const u64* kb = key_words + (static_cast<std::size_t>(j) * 2 * key_limbs + static_cast<std::size_t>(key_limb)) * n;
       const u64* ka = kb + key_limbs * n;
-      for (std::size_t k = 0; k < n; ++k) {
-        sum0[k] += static_cast<u128>(x[k]) * kb[k];
-        sum1[k] += static_cast<u128>(x[k]) * ka[k];
+      if (perm) {
+        accumulate_digit(n, x, kb, ka, sum0, sum1, [perm](std::size_t k) { return perm[k]; });
+      } else {
+        accumulate_digit(n, x, kb, ka, sum0, sum1, [](std::size_t k) { return k; });
       }
       if ((j & 15) == 15) {  // keeps the sums below 2^127, as multiply_accumulate does
         for (std::size_t k = 0; k < 2 * n; ++k) sum0[k] = reduce128(sum0[k], q);
