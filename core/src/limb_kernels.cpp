@@ -28,9 +28,26 @@ void multiply_residues_scalar(const u64* x, const u64* y, u64* out, std::size_t 
   for (std::size_t k = begin; k < end; ++k) out[k] = mul_mod(x[k], y[k], q);
 }
 
+template <bool subtract>
+void add_scalar(const u64* x, const u64* y, u64* out, std::size_t begin, std::size_t end, u64 q) {
+  for (std::size_t k = begin; k < end; ++k) out[k] = subtract ? sub_mod(x[k], y[k], q) : add_mod(x[k], y[k], q);
+}
+
 // a - b mod q for a, b in [0, q).
 FHELIUM_AVX2 __m256i sub_mod_lanes(__m256i a, __m256i b, const Lanes& l) {
   return subtract_if_at_least(_mm256_add_epi64(_mm256_sub_epi64(a, b), l.q_v), l.q_v, l.q_minus_one);
+}
+
+template <bool subtract>
+__attribute__((target("avx2"))) void add_avx2(const u64* x, const u64* y, u64* out, std::size_t n, u64 q) {
+  const Lanes l = lanes_for(q);
+  const std::size_t vector_end = n - n % 4;
+  for (std::size_t k = 0; k < vector_end; k += 4) {
+    const __m256i a = load(x + k), b = load(y + k);
+    store(out + k, subtract ? sub_mod_lanes(a, b, l)
+                            : subtract_if_at_least(_mm256_add_epi64(a, b), l.q_v, l.q_minus_one));
+  }
+  add_scalar<subtract>(x, y, out, vector_end, n, q);
 }
 
 // x mod q for x < 2^62, with ratio = floor(2^64 / q) (Modulus::ratio_hi): the
@@ -168,6 +185,22 @@ void multiply_residues(const u64* x, const u64* y, u64* out, std::size_t n, cons
     multiply_residues_avx2(x, y, out, n, q);
   } else {
     multiply_residues_scalar(x, y, out, 0, n, q);
+  }
+}
+
+void add_residues(const u64* x, const u64* y, u64* out, std::size_t n, u64 q) {
+  if (detail::use_avx2(q)) {
+    add_avx2<false>(x, y, out, n, q);
+  } else {
+    add_scalar<false>(x, y, out, 0, n, q);
+  }
+}
+
+void subtract_residues(const u64* x, const u64* y, u64* out, std::size_t n, u64 q) {
+  if (detail::use_avx2(q)) {
+    add_avx2<true>(x, y, out, n, q);
+  } else {
+    add_scalar<true>(x, y, out, 0, n, q);
   }
 }
 

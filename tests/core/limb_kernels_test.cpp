@@ -41,6 +41,23 @@ TEST(LimbKernelsTest, MultiplyResiduesMatchesReference) {
   }
 }
 
+TEST(LimbKernelsTest, AddAndSubtractMatchReference) {
+  std::mt19937_64 rng(16);
+  for (int bits = 20; bits <= 61; ++bits) {
+    const u64 q = generate_ntt_primes({bits}, 1024)[0];
+    const auto x = residues(rng, q);
+    auto y = residues(rng, q);
+    std::reverse(y.begin(), y.end());
+    std::vector<u64> sum(length), difference(length);
+    add_residues(x.data(), y.data(), sum.data(), length, q);
+    subtract_residues(x.data(), y.data(), difference.data(), length, q);
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(sum[k], (x[k] + y[k]) % q) << x[k] << " + " << y[k] << " mod " << q;
+      ASSERT_EQ(difference[k], (x[k] + q - y[k]) % q) << x[k] << " - " << y[k] << " mod " << q;
+    }
+  }
+}
+
 TEST(LimbKernelsTest, MultiplyCrossMatchesReference) {
   std::mt19937_64 rng(15);
   for (int bits = 20; bits <= 61; ++bits) {

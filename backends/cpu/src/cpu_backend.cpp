@@ -49,11 +49,11 @@ class CpuBackend final : public Backend {
   MemoryUsage memory_usage() const override { return pool_->usage(); }
 
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    binary(bc, out, a, b, [](u64 x, u64 y, u64 q) { return add_mod(x, y, q); });
+    binary(bc, out, a, b, add_residues);
   }
 
   void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    binary(bc, out, a, b, [](u64 x, u64 y, u64 q) { return sub_mod(x, y, q); });
+    binary(bc, out, a, b, subtract_residues);
   }
 
   void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
@@ -232,6 +232,7 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // op(x, y, out, n, q) on every limb; components of a beyond b's are copied.
   template <class Op>
   static void binary(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b, Op op) {
     for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
@@ -241,8 +242,7 @@ class CpuBackend final : public Backend {
         if (o != x) std::memcpy(o, x, n * sizeof(u64));
         return;
       }
-      const u64* y = limb_of(b, n, c, i);
-      for (std::size_t k = 0; k < n; ++k) o[k] = op(x[k], y[k], q);
+      op(x, limb_of(b, n, c, i), o, n, q);
     });
   }
 

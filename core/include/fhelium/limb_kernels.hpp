@@ -9,6 +9,11 @@
 
 namespace fhelium {
 
+// out[k] = x[k] + y[k] / x[k] - y[k] mod q, for residues below q. out may
+// alias x or y.
+void add_residues(const u64* x, const u64* y, u64* out, std::size_t n, u64 q);
+void subtract_residues(const u64* x, const u64* y, u64* out, std::size_t n, u64 q);
+
 // out[k] = (t[k] mod q - c) mod q, for any t[k] < 2^62 and c < q.
 void reduce_subtract(const u64* t, u64* out, std::size_t n, const Modulus& q, u64 c);
 
