@@ -14,4 +14,12 @@ void parallel_for(int threads, std::size_t count, const Body& body) {
   for (long i = 0; i < n; ++i) body(static_cast<std::size_t>(i));
 }
 
+// body(thread, team) once on each thread of a team of at most `threads`
+// (thread = 0 .. team - 1; the team is smaller inside another parallel region).
+template <class Body>
+void on_each_thread(int threads, const Body& body) {
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
+
 }  // namespace fhelium::cpu

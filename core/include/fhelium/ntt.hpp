@@ -26,6 +26,10 @@ class NttTable {
   void forward_scalar(u64* values) const;
   void inverse_scalar(u64* values) const;
 
+  // Whether forward/inverse take the double-precision path (about twice as
+  // fast as the integer one).
+  bool floating_point() const { return !roots_double_.empty(); }
+
   // Tables in the order the kernels read them (shared with device backends).
   const std::vector<u64>& roots() const { return roots_; }
   const std::vector<u64>& roots_shoup() const { return roots_shoup_; }
