@@ -10,21 +10,28 @@ namespace fhelium::test {
 namespace {
 
 TEST(KeySwitch, ResiduesIndependentOfThreadCount) {
-  const CkksParameters params = small_params(12, 4, 2);
-  Fixture one(params, 7, 1);
-  Fixture two(params, 7, 2);
-  const Message m = one.random_message(1.0);
-  two.message_rng = one.message_rng;  // unused afterwards; keep streams aligned
-  const auto c1 = one.encrypt(m);
-  const auto c2 = two.encrypt(m);
-  ASSERT_EQ(one.engine.download(c1).data, two.engine.download(c2).data) << "same seed, same ciphertext";
-  const auto r1 = one.engine.relinearize(one.engine.multiply(c1, c1), one.relin_key());
-  const auto r2 = two.engine.relinearize(two.engine.multiply(c2, c2), two.relin_key());
-  EXPECT_EQ(one.engine.download(r1).data, two.engine.download(r2).data);
-  const auto k1 = one.galois_keys({5});
-  const auto k2 = two.galois_keys({5});
-  EXPECT_EQ(one.engine.download(one.engine.rotate(c1, 5, k1)).data,
-            two.engine.download(two.engine.rotate(c2, 5, k2)).data);
+  // One special prime: the fused key switch with slots split between threads
+  // by cost (2: the best split, 3: longest first); two: the stored digits.
+  for (int specials : {1, 2}) {
+    const CkksParameters params = small_params(12, 4, specials);
+    Fixture one(params, 7, 1);
+    const Message m = one.random_message(1.0);
+    const auto c1 = one.encrypt(m);
+    const auto r1 = one.engine.relinearize(one.engine.multiply(c1, c1), one.relin_key());
+    const auto k1 = one.galois_keys({5});
+    const auto g1 = one.engine.rotate(c1, 5, k1);
+    for (int threads : {2, 3}) {
+      SCOPED_TRACE(std::to_string(specials) + " special primes, " + std::to_string(threads) + " threads");
+      Fixture many(params, 7, threads);
+      many.message_rng = one.message_rng;  // unused afterwards; keep streams aligned
+      const auto c2 = many.encrypt(m);
+      ASSERT_EQ(one.engine.download(c1).data, many.engine.download(c2).data) << "same seed, same ciphertext";
+      const auto r2 = many.engine.relinearize(many.engine.multiply(c2, c2), many.relin_key());
+      EXPECT_EQ(one.engine.download(r1).data, many.engine.download(r2).data);
+      const auto k2 = many.galois_keys({5});
+      EXPECT_EQ(one.engine.download(g1).data, many.engine.download(many.engine.rotate(c2, 5, k2)).data);
+    }
+  }
 }
 
 TEST(KeySwitch, RescaleRoundsToNearest) {
