@@ -189,7 +189,7 @@ class CpuBackend final : public Backend {
     KeySwitchWorkspace& ws = ctx.workspace();
     u64* c0 = ws.rotated.data();
     apply_automorphism(ctx, perm, a, 0, c0);
-    mod_up_inner_product(ctx, limb_of(a, n, 1, 0), level, key, perm.data());
+    mod_up_inner_product(ctx, limb_of(a, n, 1, 0), level, key, galois_element, perm.data());
     mod_down_add(ctx, level, limb_of(out, n, 0, 0), c0, limb_of(out, n, 1, 0), nullptr);
   }
 

@@ -77,14 +77,17 @@ void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const
   }
 }
 
-// sum0/sum1[k] += x[index(k)] * kb[k] / ka[k]: one digit of a key slot.
-template <class Index>
-void accumulate_digit(std::size_t n, const u64* x, const u64* kb, const u64* ka, u128* sum0, u128* sum1,
-                      Index index) {
-  for (std::size_t k = 0; k < n; ++k) {
-    const u64 v = x[index(k)];
-    sum0[k] += static_cast<u128>(v) * kb[k];
-    sum1[k] += static_cast<u128>(v) * ka[k];
+// out = in(X^g) for one limb in the coefficient domain: coefficient i moves
+// to i g mod 2N, negated when that is N or more (X^N = -1).
+void apply_galois_to_coefficients(const u64* in, u64* out, std::size_t n, std::uint32_t galois_element, u64 q) {
+  const std::size_t mask = 2 * n - 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t image = (i * galois_element) & mask;
+    if (image < n) {
+      out[image] = in[i];
+    } else {
+      out[image - n] = neg_mod(in[i], q);
+    }
   }
 }
 
@@ -191,7 +194,7 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
 }
 
 void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
-                          const std::uint32_t* perm) {
+                          std::uint32_t galois_element, const std::uint32_t* perm) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   // Fused only where it wins: one prime per digit (a digit of several primes
@@ -208,6 +211,13 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
   KeySwitchWorkspace& ws = ctx.workspace();
   const u64* key_words = words(key);
   const u64* coefficients = to_coefficients(ctx, d, level);
+  if (perm) {  // X -> X^g on the coefficients: every converted limb is then rotated
+    u64* rotated = ws.converted.data();
+    parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
+      apply_galois_to_coefficients(coefficients + i * n, rotated + i * n, n, galois_element, c.q()[i].value);
+    });
+    coefficients = rotated;
+  }
 
   const auto multiply_slot = [&](int thread, int slot) {
     const auto s = static_cast<std::size_t>(slot);
@@ -220,8 +230,11 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
     std::fill_n(sum0, 2 * n, u128{0});
     for (int j = 0; j < ks.digits; ++j) {
       const DigitRange r = digit_range(c, level, j);
-      const u64* x = d + s * n;  // the digit's own limbs are d's
-      if (slot < r.begin || slot >= r.end) {
+      const u64* x = d + s * n;  // the digit's own limbs are d's (through perm)
+      if (slot >= r.begin && slot < r.end && perm) {
+        for (std::size_t k = 0; k < n; ++k) limb[k] = x[perm[k]];
+        x = limb;
+      } else if (slot < r.begin || slot >= r.end) {
         const int target = slot < r.begin ? slot : slot - (r.end - r.begin);
         ks.mod_up[static_cast<std::size_t>(j)].convert_one(coefficients + static_cast<std::size_t>(r.begin) * n, limb,
                                                            n, static_cast<std::size_t>(target), 0, n);
@@ -230,10 +243,9 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
       }
       const u64* kb = key_words + (static_cast<std::size_t>(j) * 2 * key_limbs + static_cast<std::size_t>(key_limb)) * n;
       const u64* ka = kb + key_limbs * n;
-      if (perm) {
-        accumulate_digit(n, x, kb, ka, sum0, sum1, [perm](std::size_t k) { return perm[k]; });
-      } else {
-        accumulate_digit(n, x, kb, ka, sum0, sum1, [](std::size_t k) { return k; });
+      for (std::size_t k = 0; k < n; ++k) {
+        sum0[k] += static_cast<u128>(x[k]) * kb[k];
+        sum1[k] += static_cast<u128>(x[k]) * ka[k];
       }
       if ((j & 15) == 15) {  // keeps the sums below 2^127, as multiply_accumulate does
         for (std::size_t k = 0; k < 2 * n; ++k) sum0[k] = reduce128(sum0[k], q);

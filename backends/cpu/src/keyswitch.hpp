@@ -15,11 +15,12 @@ void mod_up(const CpuContext& ctx, const u64* d, int level);
 // extended digits are never stored: one key slot at a time, each digit's limb
 // is converted, transformed and multiplied into the slot's 128-bit sums while
 // it is in cache.
-// With `perm` (an NTT-order automorphism) the product is that of d's
-// automorphism: ModUp commutes with it, so the extended limbs are read
-// through the permutation and d itself is never permuted.
+// With `perm` (the NTT-order permutation of X -> X^g, g = galois_element)
+// the product is that of d's automorphism: ModUp commutes with it, so d's
+// coefficients are rotated once (fused path) or the extended digits are read
+// through perm (stored digits); d itself is never permuted.
 void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
-                          const std::uint32_t* perm = nullptr);
+                          std::uint32_t galois_element = 0, const std::uint32_t* perm = nullptr);
 
 // Workspace accumulators = sum over digits of extended_j (read through
 // `perm`, an NTT-order automorphism, when not null) times the key's digit j.
