@@ -1,7 +1,5 @@
 #include "keyswitch.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 #include <vector>
