@@ -98,4 +98,25 @@ FHELIUM_AVX2 __m256i mul_shoup_lazy(__m256i x, const Constant& w, const Constant
 FHELIUM_AVX2 __m256i load(const u64* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 FHELIUM_AVX2 void store(u64* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
 
+// 4x4 transpose of 64-bit elements: row k of the result holds element k of
+// each input vector. It is its own inverse.
+FHELIUM_AVX2 void transpose(__m256i& v0, __m256i& v1, __m256i& v2, __m256i& v3) {
+  const __m256i t0 = _mm256_unpacklo_epi64(v0, v1);
+  const __m256i t1 = _mm256_unpackhi_epi64(v0, v1);
+  const __m256i t2 = _mm256_unpacklo_epi64(v2, v3);
+  const __m256i t3 = _mm256_unpackhi_epi64(v2, v3);
+  v0 = _mm256_permute2x128_si256(t0, t2, 0x20);
+  v1 = _mm256_permute2x128_si256(t1, t3, 0x20);
+  v2 = _mm256_permute2x128_si256(t0, t2, 0x31);
+  v3 = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+
+// The even- and odd-indexed entries of p[0..7].
+FHELIUM_AVX2 void deinterleave(const u64* p, __m256i& even, __m256i& odd) {
+  const __m256i a = load(p);
+  const __m256i b = load(p + 4);
+  even = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xD8);
+  odd = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(a, b), 0xD8);
+}
+
 }  // namespace fhelium::detail::avx2

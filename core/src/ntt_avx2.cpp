@@ -40,27 +40,6 @@ FHELIUM_AVX2 void inverse_butterfly(__m256i& x, __m256i& y, const Constant& w, c
 // Per-lane constants (four different roots).
 FHELIUM_AVX2 Constant lanes_of(__m256i values) { return {values, _mm256_srli_epi64(values, 32)}; }
 
-// 4x4 transpose of 64-bit elements: row k of the result holds element k of
-// each input vector. It is its own inverse.
-FHELIUM_AVX2 void transpose(__m256i& v0, __m256i& v1, __m256i& v2, __m256i& v3) {
-  const __m256i t0 = _mm256_unpacklo_epi64(v0, v1);
-  const __m256i t1 = _mm256_unpackhi_epi64(v0, v1);
-  const __m256i t2 = _mm256_unpacklo_epi64(v2, v3);
-  const __m256i t3 = _mm256_unpackhi_epi64(v2, v3);
-  v0 = _mm256_permute2x128_si256(t0, t2, 0x20);
-  v1 = _mm256_permute2x128_si256(t1, t3, 0x20);
-  v2 = _mm256_permute2x128_si256(t0, t2, 0x31);
-  v3 = _mm256_permute2x128_si256(t1, t3, 0x31);
-}
-
-// The even- and odd-indexed entries of p[0..7].
-FHELIUM_AVX2 void deinterleave(const u64* p, __m256i& even, __m256i& odd) {
-  const __m256i a = load(p);
-  const __m256i b = load(p + 4);
-  even = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xD8);
-  odd = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(a, b), 0xD8);
-}
-
 }  // namespace
 
 __attribute__((target("avx2"))) void forward_avx2(u64* a, std::uint64_t n, const u64* roots,

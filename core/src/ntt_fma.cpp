@@ -16,6 +16,7 @@
 #include <bit>
 #include <initializer_list>
 
+#include "avx2_lanes.hpp"
 #include "ntt_kernels.hpp"
 
 namespace fhelium::detail {
@@ -81,24 +82,23 @@ FHELIUM_FMA void inverse_butterfly(__m256d& x, __m256d& y, __m256d w, const Prim
   y = mul_reduce(difference, w, p);
 }
 
-// 4x4 transpose (lane k of row r <-> lane r of row k).
+// The integer lanes' 4x4 transpose and deinterleave (avx2_lanes.hpp) on the
+// same bits.
 FHELIUM_FMA void transpose(__m256d& v0, __m256d& v1, __m256d& v2, __m256d& v3) {
-  const __m256d t0 = _mm256_unpacklo_pd(v0, v1);
-  const __m256d t1 = _mm256_unpackhi_pd(v0, v1);
-  const __m256d t2 = _mm256_unpacklo_pd(v2, v3);
-  const __m256d t3 = _mm256_unpackhi_pd(v2, v3);
-  v0 = _mm256_permute2f128_pd(t0, t2, 0x20);
-  v1 = _mm256_permute2f128_pd(t1, t3, 0x20);
-  v2 = _mm256_permute2f128_pd(t0, t2, 0x31);
-  v3 = _mm256_permute2f128_pd(t1, t3, 0x31);
+  __m256i x0 = _mm256_castpd_si256(v0), x1 = _mm256_castpd_si256(v1), x2 = _mm256_castpd_si256(v2),
+          x3 = _mm256_castpd_si256(v3);
+  avx2::transpose(x0, x1, x2, x3);
+  v0 = _mm256_castsi256_pd(x0);
+  v1 = _mm256_castsi256_pd(x1);
+  v2 = _mm256_castsi256_pd(x2);
+  v3 = _mm256_castsi256_pd(x3);
 }
 
-// The even- and odd-indexed entries of p[0..7].
 FHELIUM_FMA void deinterleave(const double* p, __m256d& even, __m256d& odd) {
-  const __m256d a = _mm256_loadu_pd(p);
-  const __m256d b = _mm256_loadu_pd(p + 4);
-  even = _mm256_permute4x64_pd(_mm256_unpacklo_pd(a, b), 0xD8);
-  odd = _mm256_permute4x64_pd(_mm256_unpackhi_pd(a, b), 0xD8);
+  __m256i e, o;
+  avx2::deinterleave(reinterpret_cast<const u64*>(p), e, o);
+  even = _mm256_castsi256_pd(e);
+  odd = _mm256_castsi256_pd(o);
 }
 
 }  // namespace
