@@ -1,7 +1,9 @@
 #include "cuda_context.hpp"
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "fhelium/context.hpp"
 #include "fhelium/rns.hpp"
@@ -68,6 +70,13 @@ ConverterView view_of(const ConverterOffsets& o, const u64* base) {
           base + o.to_key_limb};
 }
 
+// Primes below this take the NTT kernels' double-precision path (exact below
+// 2^44, see ntt_arith.cuh). FHELIUM_CUDA_FP64_NTT=0 turns it off (A/B runs).
+u64 fp64_ntt_limit() {
+  const char* e = std::getenv("FHELIUM_CUDA_FP64_NTT");
+  return e != nullptr && std::string(e) == "0" ? 0 : u64{1} << 44;
+}
+
 }  // namespace
 
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
@@ -93,6 +102,21 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
     }
     roots_at = blob.add(r);
     inv_roots_at = blob.add(ir);
+  }
+  // The roots as doubles (exact below 2^53), read by the double-precision path.
+  std::size_t roots_fp_at = 0;
+  std::size_t inv_roots_fp_at = 0;
+  {
+    std::vector<double> r, ir;
+    for (int limb = 0; limb < key_limbs; ++limb) {
+      const NttTable& t = c.ntt(limb);
+      for (std::size_t k = 0; k < n; ++k) {
+        r.push_back(static_cast<double>(t.roots()[k]));
+        ir.push_back(static_cast<double>(t.inverse_roots()[k]));
+      }
+    }
+    roots_fp_at = blob.add(r);
+    inv_roots_fp_at = blob.add(ir);
   }
   std::vector<u64> primes;
   for (int limb = 0; limb < key_limbs; ++limb) {
@@ -145,7 +169,9 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   runtime_->upload(tables_.words(), words.data(), table_bytes_);
 
   ntt_ = {reinterpret_cast<const TwiddlePair*>(base + roots_at), reinterpret_cast<const TwiddlePair*>(base + inv_roots_at),
-          reinterpret_cast<const DevPrime*>(base + primes_at), std::countr_zero(n)};
+          reinterpret_cast<const DevPrime*>(base + primes_at), std::countr_zero(n),
+          reinterpret_cast<const double*>(base + roots_fp_at), reinterpret_cast<const double*>(base + inv_roots_fp_at),
+          fp64_ntt_limit()};
 
   std::vector<ConverterView> views;
   for (const auto& lo : levels) {

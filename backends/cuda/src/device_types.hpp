@@ -25,12 +25,17 @@ struct alignas(16) TwiddlePair {
   u64 w_shoup;
 };
 
-// NTT tables for every key limb, N pairs per limb, in NttTable's order.
+// NTT tables for every key limb, N pairs per limb, in NttTable's order, and
+// the same roots as doubles for the double-precision path (primes below
+// fp_limit; 0 turns that path off).
 struct NttTables {
   const TwiddlePair* roots;
   const TwiddlePair* inv_roots;
   const DevPrime* primes;  // per key limb
   int log_n;
+  const double* roots_fp;
+  const double* inv_roots_fp;
+  u64 fp_limit;
 };
 
 // A BasisConverter (A -> B) as the kernels read it.

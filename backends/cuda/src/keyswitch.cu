@@ -243,8 +243,6 @@ __global__ void __launch_bounds__(TipTile::threads) tile_inner_product_kernel(Nt
   using T = TipTile;
   constexpr int W = T::words;
   extern __shared__ TwiddlePair dynamic_smem[];
-  TwiddlePair* tw = dynamic_smem;
-  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
   ulonglong2* products = reinterpret_cast<ulonglong2*>(dynamic_smem);  // [2][T::size], after the transform
   const cg::cluster_group cluster = cg::this_cluster();
   const int s = static_cast<int>(blockIdx.y);
@@ -252,7 +250,6 @@ __global__ void __launch_bounds__(TipTile::threads) tile_inner_product_kernel(Nt
   const int digits = static_cast<int>(gridDim.z);
   const int key_limb = key_limb_of_slot(s, a.level, a.max_level);
   const DevPrime& p = a.primes[key_limb];
-  const u64 q = p.value;
   const std::size_t n = a.n;
   const u32 tile_base = blockIdx.x * T::size;
   // The key's digit j, both components (fetched once the transform is done:
@@ -280,18 +277,23 @@ __global__ void __launch_bounds__(TipTile::threads) tile_inner_product_kernel(Nt
     const u64* inter = a.extended + (static_cast<std::size_t>(j) * a.slots + s) * n + tile_base;
 #pragma unroll
     for (int r = 0; r < W; ++r) x[r] = inter[threadIdx.x + static_cast<u32>(r * T::threads)];
-    ntt::load_tile_twiddles<tip_log_tile, W>(tw, t.roots + static_cast<std::size_t>(key_limb) * n,
-                                             static_cast<u32>(n >> tip_log_tile), blockIdx.x);
+    ntt::with_arith(t, key_limb, [&](auto ar) {
+      using A = decltype(ar);
+      const ntt::TileSmem<tip_log_tile, W, A> sm(dynamic_smem);
+      ntt::load_tile_twiddles<tip_log_tile, W>(sm.tw, A::roots(t, key_limb), static_cast<u32>(n >> tip_log_tile),
+                                               blockIdx.x);
 #pragma unroll
-    for (int r = 0; r < W; ++r) smem[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
-    __syncthreads();
-    ntt::tile_passes<true, tip_log_tile, W, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[ntt::padded(i)] = v; });
-    fetch_key();
-    __syncthreads();
+      for (int r = 0; r < W; ++r) sm.data[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))] = ar.from_word(x[r]);
+      __syncthreads();
+      ntt::tile_passes<true, tip_log_tile, W, 0>(sm.data, sm.tw, ar,
+                                                 [data = sm.data](u32 i, typename A::Value v) { data[ntt::padded(i)] = v; });
+      fetch_key();
+      __syncthreads();
 #pragma unroll
-    for (int r = 0; r < W; ++r) {
-      x[r] = ntt::reduce_from_4q(smem[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))], q);
-    }
+      for (int r = 0; r < W; ++r) {
+        x[r] = ar.forward_word(sm.data[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))]);
+      }
+    });
     __syncthreads();  // the products overwrite the twiddles and the data
   }
 #pragma unroll

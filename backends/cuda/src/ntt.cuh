@@ -1,8 +1,10 @@
 // Negacyclic NTT kernels for batches of limbs (one launch covers every limb of
-// a batch, blockIdx.y selects the limb). Forward: Cooley-Tukey with Harvey's
-// lazy butterflies (values in [0, 4q)), inverse: Gentleman-Sande (values in
-// [0, 2q)), the same twiddle tables as NttTable. Outputs are fully reduced,
-// so the result is the unique transform, bit-identical to the CPU's.
+// a batch, blockIdx.y selects the limb). Forward: Cooley-Tukey, inverse:
+// Gentleman-Sande, the same twiddle tables as NttTable. Each block computes in
+// IntArith (64-bit words, Harvey's lazy butterflies) or, for primes below
+// 2^44, FpArith (double precision, exact; see ntt_arith.cuh). Outputs are
+// fully reduced, so the result is the unique transform, bit-identical to the
+// CPU's.
 //
 // A transform of N = N1 x TILE words runs as two kernels: `columns` does the
 // log2(N1) stages with distance >= TILE, one column of N1 words per thread in
@@ -35,6 +37,7 @@
 #include "cuda_check.hpp"
 #include "device_types.hpp"
 #include "modarith.cuh"
+#include "ntt_arith.cuh"
 
 namespace fhelium::cuda::ntt {
 
@@ -50,30 +53,22 @@ struct Tile {
   static constexpr int max_radix_log = W == 8 ? 3 : 2;
   static constexpr int threads = size / W;
   static constexpr int data_words = size + size / 32;  // one pad word every 32 (bank conflicts)
-  // Dynamic shared memory: `size` twiddle pairs (entry 0 unused), then the data.
+  // Dynamic shared memory: room for `size` twiddle pairs (entry 0 unused;
+  // FpArith's twiddles take half), then the data.
   static constexpr int smem_bytes = size * 16 + data_words * 8;
 };
 
 __device__ __forceinline__ u32 padded(u32 i) { return i + (i >> 5); }
 
-__device__ __forceinline__ void forward_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  const u64 u = x >= two_q ? x - two_q : x;
-  const u64 v = mul_shoup_lazy(y, w, w_shoup, q);
-  x = u + v;
-  y = u - v + two_q;
-}
-
-__device__ __forceinline__ void inverse_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  const u64 s = x + y;
-  const u64 d = x - y + two_q;
-  x = s >= two_q ? s - two_q : s;
-  y = mul_shoup_lazy(d, w, w_shoup, q);
-}
-
-__device__ __forceinline__ u64 reduce_from_4q(u64 x, u64 q) {
-  x = x >= 2 * q ? x - 2 * q : x;
-  return x >= q ? x - q : x;
-}
+// A tile's shared memory typed for arithmetic A.
+template <int LOG_TILE, int W, class A>
+struct TileSmem {
+  typename A::Twiddle* tw;
+  typename A::Value* data;
+  __device__ explicit TileSmem(TwiddlePair* dynamic_smem)
+      : tw(reinterpret_cast<typename A::Twiddle*>(dynamic_smem)),
+        data(reinterpret_cast<typename A::Value*>(dynamic_smem + Tile<LOG_TILE, W>::size)) {}
+};
 
 // The twiddles of one tile in shared memory, indexed like the global table
 // restricted to the tile: stage with distance t (< TILE) and tile-local
@@ -81,11 +76,10 @@ __device__ __forceinline__ u64 reduce_from_4q(u64 x, u64 q) {
 // roots[N / 2t + (tile_base + p) / 2t] = roots[m (N1 + tile) + i] with
 // m = TILE / 2t, i = p / 2t.
 // All of a thread's loads are issued before its first shared-memory store.
-template <int LOG_TILE, int W = 8>
-__device__ __forceinline__ void load_tile_twiddles(TwiddlePair* tw, const TwiddlePair* __restrict__ roots, u32 n1,
-                                                   u32 tile) {
+template <int LOG_TILE, int W, class Tw>
+__device__ __forceinline__ void load_tile_twiddles(Tw* tw, const Tw* __restrict__ roots, u32 n1, u32 tile) {
   using T = Tile<LOG_TILE, W>;
-  TwiddlePair v[W];
+  Tw v[W];
 #pragma unroll
   for (int r = 0; r < W; ++r) {
     const u32 j = threadIdx.x + static_cast<u32>(r * T::threads);
@@ -105,20 +99,20 @@ __device__ __forceinline__ void load_tile_twiddles(TwiddlePair* tw, const Twiddl
 // Forward: distances 2^t0_log, 2^(t0_log - 1), ...; inverse: 2^t0_log,
 // 2^(t0_log + 1), ... Every butterfly of a stage inside one group whose
 // upper words share `e >> k` shares its twiddle, loaded once.
-template <bool FORWARD, int R, int LOG_TILE, int W, class Dst>
-__device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddlePair* tw, u64 q, Dst dst) {
+template <bool FORWARD, int R, int LOG_TILE, int W, class A, class Dst>
+__device__ __forceinline__ void pass(int t0_log, const typename A::Value* smem, const typename A::Twiddle* tw,
+                                     const A& a, Dst dst) {
   constexpr int group = 1 << R;
   constexpr int groups_per_thread = W / group;
   constexpr int threads = Tile<LOG_TILE, W>::threads;
   const int stride_log = FORWARD ? t0_log - (R - 1) : t0_log;
   const int span_log = FORWARD ? t0_log + 1 : t0_log + R;
-  const u64 two_q = 2 * q;
 #pragma unroll
   for (int g = 0; g < groups_per_thread; ++g) {
     const u32 gi = threadIdx.x + static_cast<u32>(g * threads);
     const u32 off = gi & ((1u << stride_log) - 1);
     const u32 base = ((gi >> stride_log) << span_log) + off;
-    u64 x[group];
+    typename A::Value x[group];
 #pragma unroll
     for (int e = 0; e < group; ++e) x[e] = smem[padded(base + (static_cast<u32>(e) << stride_log))];
 #pragma unroll
@@ -127,7 +121,7 @@ __device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddleP
       const int half = FORWARD ? 1 << (R - 1 - s) : 1 << s;
       const int distinct = FORWARD ? 1 << s : 1 << (R - 1 - s);
       const u32 first = (1u << (LOG_TILE - 1 - ts_log)) + (base >> (ts_log + 1));
-      TwiddlePair w[group / 2];
+      typename A::Twiddle w[group / 2];
 #pragma unroll
       for (int h = 0; h < distinct; ++h) w[h] = tw[first + h];
 #pragma unroll
@@ -135,20 +129,22 @@ __device__ __forceinline__ void pass(int t0_log, const u64* smem, const TwiddleP
         if (e & half) continue;
         const int h = FORWARD ? e >> (R - s) : e >> (s + 1);
         if constexpr (FORWARD) {
-          forward_butterfly(x[e], x[e + half], w[h].w, w[h].w_shoup, q, two_q);
+          a.forward(x[e], x[e + half], w[h]);
         } else {
-          inverse_butterfly(x[e], x[e + half], w[h].w, w[h].w_shoup, q, two_q);
+          a.inverse(x[e], x[e + half], w[h]);
         }
       }
     }
+    if constexpr (!FORWARD) a.settle(x[0]);  // the sum of the group's 2^R inputs
 #pragma unroll
     for (int e = 0; e < group; ++e) dst(base + (static_cast<u32>(e) << stride_log), x[e]);
   }
 }
 
 // Every pass of one tile, from shared memory; the last writes `store`.
-template <bool FORWARD, int LOG_TILE, int W, int DONE, class Store>
-__device__ __forceinline__ void tile_passes(u64* smem, const TwiddlePair* tw, u64 q, Store store) {
+template <bool FORWARD, int LOG_TILE, int W, int DONE, class A, class Store>
+__device__ __forceinline__ void tile_passes(typename A::Value* smem, const typename A::Twiddle* tw, const A& a,
+                                            Store store) {
   if constexpr (DONE < LOG_TILE) {
     constexpr int remaining = LOG_TILE - DONE;
     constexpr int rmax = Tile<LOG_TILE, W>::max_radix_log;
@@ -158,11 +154,12 @@ __device__ __forceinline__ void tile_passes(u64* smem, const TwiddlePair* tw, u6
     const int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
     if constexpr (DONE != 0) __syncthreads();
     if constexpr (last) {
-      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, q, store);
+      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, a, store);
     } else {
-      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
+      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, a,
+                                    [smem](u32 i, typename A::Value v) { smem[padded(i)] = v; });
     }
-    tile_passes<FORWARD, LOG_TILE, W, DONE + R>(smem, tw, q, store);
+    tile_passes<FORWARD, LOG_TILE, W, DONE + R>(smem, tw, a, store);
   }
 }
 
@@ -172,40 +169,41 @@ template <int LOG_TILE, bool SINGLE, int W, class Batch>
 __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttTables t, Batch batch) {
   using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
-  TwiddlePair* tw = dynamic_smem;
-  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const u64 q = t.primes[limb].value;
+  const u32 n1 = (1u << t.log_n) >> LOG_TILE;
   const u32 tile_base = blockIdx.x * T::size;
   const u64* inter = SINGLE ? nullptr : batch.inter(b);
-  u64 x[W];
+  u64 words[W];
 #pragma unroll
   for (int r = 0; r < W; ++r) {
     const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
     if constexpr (SINGLE) {
-      x[r] = batch.load(b, tile_base + i);
+      words[r] = batch.load(b, tile_base + i);
     } else {
-      x[r] = inter[tile_base + i];
+      words[r] = inter[tile_base + i];
     }
   }
-  load_tile_twiddles<LOG_TILE, W>(tw, t.roots + static_cast<std::size_t>(limb) * n, static_cast<u32>(n >> LOG_TILE),
-                                  blockIdx.x);
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
+    load_tile_twiddles<LOG_TILE, W>(s.tw, A::roots(t, limb), n1, blockIdx.x);
 #pragma unroll
-  for (int r = 0; r < W; ++r) smem[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
-  __syncthreads();
-  tile_passes<true, LOG_TILE, W, 0>(smem, tw, q, [smem](u32 i, u64 v) { smem[padded(i)] = v; });
-  typename Batch::Aux aux[W];
+    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+    __syncthreads();
+    tile_passes<true, LOG_TILE, W, 0>(s.data, s.tw, a,
+                                      [data = s.data](u32 i, typename A::Value v) { data[padded(i)] = v; });
+    typename Batch::Aux aux[W];
 #pragma unroll
-  for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
-  __syncthreads();
+    for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+    __syncthreads();
 #pragma unroll
-  for (int r = 0; r < W; ++r) {
-    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-    batch.store(b, tile_base + i, reduce_from_4q(smem[padded(i)], q), aux[r]);
-  }
+    for (int r = 0; r < W; ++r) {
+      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+      batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+    }
+  });
 }
 
 // Inverse stages with distance < TILE. SINGLE: the whole transform, times
@@ -214,122 +212,134 @@ template <int LOG_TILE, bool SINGLE, int W, class Batch>
 __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) inverse_tiles(NttTables t, Batch batch) {
   using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
-  TwiddlePair* tw = dynamic_smem;
-  u64* smem = reinterpret_cast<u64*>(dynamic_smem + T::size);
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const DevPrime& p = t.primes[limb];
-  const u64 q = p.value;
-  const u64 inv_n = p.inv_n;
-  const u64 inv_n_shoup = p.inv_n_shoup;
+  const u32 n1 = (1u << t.log_n) >> LOG_TILE;
   const u32 tile_base = blockIdx.x * T::size;
-  u64 x[W];
+  u64 words[W];
 #pragma unroll
-  for (int r = 0; r < W; ++r) x[r] = batch.load(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
-  load_tile_twiddles<LOG_TILE, W>(tw, t.inv_roots + static_cast<std::size_t>(limb) * n,
-                                  static_cast<u32>(n >> LOG_TILE), blockIdx.x);
+  for (int r = 0; r < W; ++r) words[r] = batch.load(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
+    load_tile_twiddles<LOG_TILE, W>(s.tw, A::inverse_roots(t, limb), n1, blockIdx.x);
 #pragma unroll
-  for (int r = 0; r < W; ++r) smem[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
-  __syncthreads();
-  u64* inter = SINGLE ? nullptr : batch.inter(b);
-  // The last inverse pass has the largest stride: its direct stores coalesce.
-  auto store = [&](u32 i, u64 v) {
-    if constexpr (SINGLE) {
-      batch.store(b, tile_base + i, mul_shoup(v, inv_n, inv_n_shoup, q), batch.fetch(b, tile_base + i));
-    } else {
-      inter[tile_base + i] = v;
-    }
-  };
-  tile_passes<false, LOG_TILE, W, 0>(smem, tw, q, store);
+    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+    __syncthreads();
+    [[maybe_unused]] u64* inter = SINGLE ? nullptr : batch.inter(b);
+    // The last inverse pass has the largest stride: its direct stores coalesce.
+    auto store = [&](u32 i, typename A::Value v) {
+      if constexpr (SINGLE) {
+        batch.store(b, tile_base + i, a.times_inv_n(v), batch.fetch(b, tile_base + i));
+      } else {
+        inter[tile_base + i] = a.inverse_inter(v);
+      }
+    };
+    tile_passes<false, LOG_TILE, W, 0>(s.data, s.tw, a, store);
+  });
 }
 
 // Column stages by compile-time recursion, so every index is a constant and
 // x stays in registers. Forward: stage with M blocks (distance N1 / 2M);
 // inverse: distance TK (N1 / 2TK blocks). tw holds roots[1 .. N1).
-template <int N1, int M>
-__device__ __forceinline__ void forward_column_stages(u64 (&x)[N1], const TwiddlePair* tw, u64 q, u64 two_q) {
+template <int N1, int M, class A>
+__device__ __forceinline__ void forward_column_stages(typename A::Value (&x)[N1], const typename A::Twiddle* tw,
+                                                      const A& a) {
   if constexpr (M < N1) {
     constexpr int tk = N1 / (2 * M);
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      const TwiddlePair w = tw[M + i];
+      const typename A::Twiddle w = tw[M + i];
 #pragma unroll
-      for (int jj = 0; jj < tk; ++jj) {
-        forward_butterfly(x[2 * i * tk + jj], x[2 * i * tk + jj + tk], w.w, w.w_shoup, q, two_q);
-      }
+      for (int jj = 0; jj < tk; ++jj) a.forward(x[2 * i * tk + jj], x[2 * i * tk + jj + tk], w);
     }
-    forward_column_stages<N1, 2 * M>(x, tw, q, two_q);
+    forward_column_stages<N1, 2 * M>(x, tw, a);
   }
 }
 
-template <int N1, int TK>
-__device__ __forceinline__ void inverse_column_stages(u64 (&x)[N1], const TwiddlePair* tw, u64 q, u64 two_q) {
+template <int N1, int TK, class A>
+__device__ __forceinline__ void inverse_column_stages(typename A::Value (&x)[N1], const typename A::Twiddle* tw,
+                                                      const A& a) {
   if constexpr (TK < N1) {
     constexpr int m = N1 / (2 * TK);
 #pragma unroll
     for (int i = 0; i < m; ++i) {
-      const TwiddlePair w = tw[m + i];
+      const typename A::Twiddle w = tw[m + i];
 #pragma unroll
-      for (int jj = 0; jj < TK; ++jj) {
-        inverse_butterfly(x[2 * i * TK + jj], x[2 * i * TK + jj + TK], w.w, w.w_shoup, q, two_q);
-      }
+      for (int jj = 0; jj < TK; ++jj) a.inverse(x[2 * i * TK + jj], x[2 * i * TK + jj + TK], w);
     }
-    inverse_column_stages<N1, 2 * TK>(x, tw, q, two_q);
+    if constexpr (TK == 4) {  // words 8i are sums of eight inputs
+#pragma unroll
+      for (int k = 0; k < N1; k += 8) a.settle(x[k]);
+    }
+    inverse_column_stages<N1, 2 * TK>(x, tw, a);
   }
+}
+
+// The first N1 twiddles of key limb `limb` for arithmetic A, into shared
+// memory sized for N1 pairs (threads 0 .. N1-1 of the calling group store).
+template <int N1, class A>
+__device__ __forceinline__ typename A::Twiddle* column_twiddles(TwiddlePair* storage, const typename A::Twiddle* roots,
+                                                                u32 thread) {
+  auto* tw = reinterpret_cast<typename A::Twiddle*>(storage);
+  if (thread < N1) tw[thread] = roots[thread];
+  return tw;
 }
 
 // Forward stages with distance >= TILE, N1 words per thread.
 template <int N1, class Batch>
 __global__ void __launch_bounds__(column_threads) forward_columns(NttTables t, Batch batch) {
-  __shared__ TwiddlePair tw[N1];
+  __shared__ TwiddlePair tw_storage[N1];
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const u32 n2 = static_cast<u32>(n / N1);
-  const u64 q = t.primes[limb].value;
+  const u32 n2 = (1u << t.log_n) / N1;
   const u32 j = blockIdx.x * column_threads + threadIdx.x;
-  u64 x[N1];
+  u64 words[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) x[k] = batch.load(b, static_cast<u32>(k) * n2 + j);
-  if (threadIdx.x < N1) tw[threadIdx.x] = t.roots[static_cast<std::size_t>(limb) * n + threadIdx.x];
-  __syncthreads();
-  forward_column_stages<N1, 1>(x, tw, q, 2 * q);
+  for (int k = 0; k < N1; ++k) words[k] = batch.load(b, static_cast<u32>(k) * n2 + j);
   u64* inter = batch.inter(b);
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    const auto* tw = column_twiddles<N1, A>(tw_storage, A::roots(t, limb), threadIdx.x);
+    __syncthreads();
+    typename A::Value x[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+    for (int k = 0; k < N1; ++k) x[k] = a.from_word(words[k]);
+    forward_column_stages<N1, 1>(x, tw, a);
+#pragma unroll
+    for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = a.forward_inter(x[k]);
+  });
 }
 
 // Inverse stages with distance >= TILE, then n^-1, N1 words per thread.
 template <int N1, class Batch>
 __global__ void __launch_bounds__(column_threads) inverse_columns(NttTables t, Batch batch) {
-  __shared__ TwiddlePair tw[N1];
+  __shared__ TwiddlePair tw_storage[N1];
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const u32 n2 = static_cast<u32>(n / N1);
-  const DevPrime& p = t.primes[limb];
-  const u64 q = p.value;
+  const u32 n2 = (1u << t.log_n) / N1;
   const u32 j = blockIdx.x * column_threads + threadIdx.x;
   const u64* inter = batch.inter(b);
-  u64 x[N1];
+  u64 words[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) x[k] = inter[static_cast<u32>(k) * n2 + j];
-  if (threadIdx.x < N1) tw[threadIdx.x] = t.inv_roots[static_cast<std::size_t>(limb) * n + threadIdx.x];
-  __syncthreads();
-  inverse_column_stages<N1, 1>(x, tw, q, 2 * q);
-  const u64 inv_n = p.inv_n;
-  const u64 inv_n_shoup = p.inv_n_shoup;
-  typename Batch::Aux aux[N1];
+  for (int k = 0; k < N1; ++k) words[k] = inter[static_cast<u32>(k) * n2 + j];
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    const auto* tw = column_twiddles<N1, A>(tw_storage, A::inverse_roots(t, limb), threadIdx.x);
+    __syncthreads();
+    typename A::Value x[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * n2 + j);
+    for (int k = 0; k < N1; ++k) x[k] = a.from_word(words[k]);
+    inverse_column_stages<N1, 1>(x, tw, a);
+    typename Batch::Aux aux[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) {
-    batch.store(b, static_cast<u32>(k) * n2 + j, mul_shoup(x[k], inv_n, inv_n_shoup, q), aux[k]);
-  }
+    for (int k = 0; k < N1; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * n2 + j);
+#pragma unroll
+    for (int k = 0; k < N1; ++k) batch.store(b, static_cast<u32>(k) * n2 + j, a.times_inv_n(x[k]), aux[k]);
+  });
 }
 
 // An inverse NTT, a coefficient-wise change of prime and the first half of a
@@ -343,37 +353,45 @@ __global__ void __launch_bounds__(column_threads) inverse_columns(NttTables t, B
 //   Map map(int b), Map::operator()(u64 x): x in [0, q_source) -> [0, q_target)
 template <int N1, class Fused>
 __global__ void __launch_bounds__(column_threads) inverse_map_forward_columns(NttTables t, Fused f) {
-  __shared__ TwiddlePair itw[N1];
-  __shared__ TwiddlePair ftw[N1];
+  __shared__ TwiddlePair itw_storage[N1];
+  __shared__ TwiddlePair ftw_storage[N1];
   const int b = static_cast<int>(blockIdx.y);
   if (f.skip(b)) return;
   const int from = f.source_prime(b);
   const int to = f.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const u32 n2 = static_cast<u32>(n / N1);
+  const u32 n2 = (1u << t.log_n) / N1;
   const u32 j = blockIdx.x * column_threads + threadIdx.x;
   const u64* src = f.source(b);
-  u64 x[N1];
+  u64 words[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) x[k] = src[static_cast<u32>(k) * n2 + j];
-  if (threadIdx.x < N1) {
-    itw[threadIdx.x] = t.inv_roots[static_cast<std::size_t>(from) * n + threadIdx.x];
-    ftw[threadIdx.x] = t.roots[static_cast<std::size_t>(to) * n + threadIdx.x];
-  }
+  for (int k = 0; k < N1; ++k) words[k] = src[static_cast<u32>(k) * n2 + j];
+  with_arith(t, to, [&](auto a) {
+    using A = decltype(a);
+    column_twiddles<N1, A>(ftw_storage, A::roots(t, to), threadIdx.x);
+  });
   const auto map = f.map(b);
-  __syncthreads();
-  const DevPrime& ps = t.primes[from];
-  const u64 qs = ps.value;
-  inverse_column_stages<N1, 1>(x, itw, qs, 2 * qs);
-  const u64 inv_n = ps.inv_n;
-  const u64 inv_n_shoup = ps.inv_n_shoup;
+  with_arith(t, from, [&](auto a) {
+    using A = decltype(a);
+    const auto* itw = column_twiddles<N1, A>(itw_storage, A::inverse_roots(t, from), threadIdx.x);
+    __syncthreads();
+    typename A::Value x[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) x[k] = map(mul_shoup(x[k], inv_n, inv_n_shoup, qs));
-  const u64 q = t.primes[to].value;
-  forward_column_stages<N1, 1>(x, ftw, q, 2 * q);
+    for (int k = 0; k < N1; ++k) x[k] = a.from_word(words[k]);
+    inverse_column_stages<N1, 1>(x, itw, a);
+#pragma unroll
+    for (int k = 0; k < N1; ++k) words[k] = map(a.times_inv_n(x[k]));
+  });
   u64* inter = f.inter(b);
+  with_arith(t, to, [&](auto a) {
+    using A = decltype(a);
+    const auto* ftw = reinterpret_cast<const typename A::Twiddle*>(ftw_storage);
+    typename A::Value x[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+    for (int k = 0; k < N1; ++k) x[k] = a.from_word(words[k]);
+    forward_column_stages<N1, 1>(x, ftw, a);
+#pragma unroll
+    for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = a.forward_inter(x[k]);
+  });
 }
 
 // The same with each source column's inverse stages done once per block and
@@ -399,48 +417,50 @@ template <int N1, class Fused>
 __global__ void __maxnreg__(112) inverse_once_map_forward_columns(NttTables t, Fused f) {
   constexpr int C = shared_columns;
   static_assert(N1 <= C);
-  __shared__ TwiddlePair itw[N1];
-  __shared__ TwiddlePair ftw[shared_max_targets][N1];
-  __shared__ u64 columns[N1][C];
+  __shared__ TwiddlePair itw_storage[N1];
+  __shared__ TwiddlePair ftw_storage[shared_max_targets][N1];
+  __shared__ u64 columns[N1][C];  // words, or A::Values during the inverse stages
   const int g = static_cast<int>(threadIdx.y);
   const int targets = static_cast<int>(blockDim.y);
   const int b = static_cast<int>(blockIdx.y) * targets + g;
   const int from = f.source_prime(b);
   const int to = f.prime(b);
-  const std::size_t n = std::size_t{1} << t.log_n;
-  const u32 n2 = static_cast<u32>(n / N1);
+  const u32 n2 = (1u << t.log_n) / N1;
   const u32 c = threadIdx.x;
   const u32 column0 = blockIdx.x * C;
+  // The source's N1 x C words, coalesced (every batch of the block has the same source).
+  constexpr int words = N1 * C;
+  constexpr int per_thread = (words + 31) / 32;  // at most words / 32 per thread (targets >= 1)
+  const int threads = C * targets;
+  u64 v[per_thread];
+  int count = 0;
   {
-    // The source's N1 x C words, coalesced (every batch of the block has the same source).
     const u64* src = f.source(b);
-    constexpr int words = N1 * C;
-    const int threads = C * targets;
-    u64 v[(words + 31) / 32];  // at most words / 32 per thread (targets >= 1)
-    int count = 0;
 #pragma unroll
-    for (int r = 0; r < (words + 31) / 32; ++r) {
+    for (int r = 0; r < per_thread; ++r) {
       const int i = g * C + static_cast<int>(c) + r * threads;
       if (i < words) {
         v[r] = src[static_cast<u32>(i / C) * n2 + column0 + static_cast<u32>(i % C)];
         count = r + 1;
       }
     }
-    if (c < N1) {
-      ftw[g][c] = t.roots[static_cast<std::size_t>(to) * n + c];
-      if (g == 0) itw[c] = t.inv_roots[static_cast<std::size_t>(from) * n + c];
-    }
-#pragma unroll
-    for (int r = 0; r < (words + 31) / 32; ++r) {
-      const int i = g * C + static_cast<int>(c) + r * threads;
-      if (r < count) columns[i / C][i % C] = v[r];
-    }
   }
-  __syncthreads();
-  {
-    const DevPrime& ps = t.primes[from];
-    const u64 qs = ps.value;
-    const u64 two_qs = 2 * qs;
+  with_arith(t, to, [&](auto a) {  // uniform over the warp: one target per warp
+    using A = decltype(a);
+    column_twiddles<N1, A>(ftw_storage[g], A::roots(t, to), c);
+  });
+  with_arith(t, from, [&](auto a) {
+    using A = decltype(a);
+    using V = typename A::Value;
+    auto* values = reinterpret_cast<V(*)[C]>(columns);
+    const typename A::Twiddle* itw = reinterpret_cast<const typename A::Twiddle*>(itw_storage);
+    if (g == 0) column_twiddles<N1, A>(itw_storage, A::inverse_roots(t, from), c);
+#pragma unroll
+    for (int r = 0; r < per_thread; ++r) {
+      const int i = g * C + static_cast<int>(c) + r * threads;
+      if (r < count) values[i / C][i % C] = a.from_word(v[r]);
+    }
+    __syncthreads();
     // Stage with distance tk (1, 2, .. N1/2): pair p = (block i, offset jj),
     // words 2 i tk + jj and + tk, twiddle itw[N1 / (2 tk) + i].
 #pragma unroll
@@ -450,31 +470,37 @@ __global__ void __maxnreg__(112) inverse_once_map_forward_columns(NttTables t, F
         const int i = p / tk;
         const int jj = p % tk;
         const int lo = 2 * i * tk + jj;
-        u64 x0 = columns[lo][c];
-        u64 x1 = columns[lo + tk][c];
-        const TwiddlePair w = itw[N1 / (2 * tk) + i];
-        inverse_butterfly(x0, x1, w.w, w.w_shoup, qs, two_qs);
+        V x0 = values[lo][c];
+        V x1 = values[lo + tk][c];
+        a.inverse(x0, x1, itw[N1 / (2 * tk) + i]);
         if (last) {
-          x0 = mul_shoup(x0, ps.inv_n, ps.inv_n_shoup, qs);
-          x1 = mul_shoup(x1, ps.inv_n, ps.inv_n_shoup, qs);
+          columns[lo][c] = a.times_inv_n(x0);
+          columns[lo + tk][c] = a.times_inv_n(x1);
+        } else {
+          if (tk == 4 && jj == 0) a.settle(x0);  // the sum of eight inputs
+          values[lo][c] = x0;
+          values[lo + tk][c] = x1;
         }
-        columns[lo][c] = x0;
-        columns[lo + tk][c] = x1;
       }
       __syncthreads();
     }
-  }
+  });
   if (f.skip(b)) return;
   const auto map = f.map(b);
-  u64 x[N1];
+  u64 mapped[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) x[k] = map(columns[k][c]);
-  const u64 q = t.primes[to].value;
-  forward_column_stages<N1, 1>(x, ftw[g], q, 2 * q);
+  for (int k = 0; k < N1; ++k) mapped[k] = map(columns[k][c]);
   u64* inter = f.inter(b);
   const u32 j = column0 + c;
+  with_arith(t, to, [&](auto a) {
+    using A = decltype(a);
+    typename A::Value x[N1];
 #pragma unroll
-  for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = x[k];
+    for (int k = 0; k < N1; ++k) x[k] = a.from_word(mapped[k]);
+    forward_column_stages<N1, 1>(x, reinterpret_cast<const typename A::Twiddle*>(ftw_storage[g]), a);
+#pragma unroll
+    for (int k = 0; k < N1; ++k) inter[static_cast<u32>(k) * n2 + j] = a.forward_inter(x[k]);
+  });
 }
 
 // Tile size and column count for a ring degree.
