@@ -618,12 +618,19 @@ void launch_tiles_any(bool forward, int log_tile, const NttTables& t, const Batc
   }
 }
 
+// The one-launch transforms of ntt_cluster.cuh (included at the end).
+inline bool cluster_ntt(int log_n);
+template <class Batch>
+void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream);
+
 // Forward NTT of `count` limbs described by `batch`.
 template <class Batch>
 void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
   const Shape s = shape_for(t.log_n);
-  if (s.n1 == 1) {
+  if (cluster_ntt(t.log_n)) {
+    launch_cluster(true, t, batch, count, stream);
+  } else if (s.n1 == 1) {
     launch_tiles_any<true>(true, s.log_tile, t, batch, count, stream);
   } else {
     launch_columns_any(true, s.n1, t, batch, count, stream);
@@ -636,7 +643,9 @@ template <class Batch>
 void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
   const Shape s = shape_for(t.log_n);
-  if (s.n1 == 1) {
+  if (cluster_ntt(t.log_n)) {
+    launch_cluster(false, t, batch, count, stream);
+  } else if (s.n1 == 1) {
     launch_tiles_any<true>(false, s.log_tile, t, batch, count, stream);
   } else {
     launch_tiles_any<false>(false, s.log_tile, t, batch, count, stream);
@@ -735,3 +744,5 @@ struct PlainBatch {
 };
 
 }  // namespace fhelium::cuda::ntt
+
+#include "ntt_cluster.cuh"

@@ -101,12 +101,38 @@ struct RescaleColumns {
   }
 };
 
+// The dropped limb of each component as the source of the one-launch
+// cluster path (the + floor(q_l / 2) goes with the map).
+struct RescaleSource {
+  const u64* a;
+  u32 n;
+  int a_limbs;
+  int kept;
+  u64 q_last;
+  const DevPrime* primes;
+  RescaleView tables;
+  __device__ bool skip(int) const { return false; }
+  __device__ int source_prime(int) const { return kept; }
+  __device__ const u64* source(int b) const { return a + (static_cast<std::size_t>(b / kept) * a_limbs + kept) * n; }
+  __device__ int prime(int b) const { return b % kept; }
+  __device__ RescaleMap map(int b) const {
+    const int i = b % kept;
+    return {q_last >> 1, q_last, primes[i], tables.half_last[i]};
+  }
+};
+
 }  // namespace
 
 void rescale(const Launch& l, const RescaleView& tables, Poly out, Poly a, u64* temp) {
   const int last = out.limbs;
   const DroppedLimbBatch dropped{a.data, temp, l.n, a.limbs, last, tables.q_last, tables.q_last >> 1};
   const KeptLimbBatch kept{temp, a.data, out.data, l.n, out.limbs, a.limbs, l.tables.primes, tables};
+  if (ntt::cluster_ntt(l.tables.log_n)) {
+    // 1 launch: each kept limb's cluster redoes the dropped limb's inverse.
+    const RescaleSource source{a.data, l.n, a.limbs, out.limbs, tables.q_last, l.tables.primes, tables};
+    ntt::inverse_map_forward_cluster_launch(l.tables, source, kept, out.components * out.limbs, l.stream);
+    return;
+  }
   if (ntt::fuse_columns(l.tables.log_n)) {
     // 3 launches: inverse tiles of the dropped limbs, the fused columns, forward tiles.
     ntt::inverse_tiles_only(l.tables, dropped, a.components, l.stream);

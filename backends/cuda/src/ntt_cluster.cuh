@@ -1,0 +1,268 @@
+// A whole NTT of a limb in one launch: a cluster of 8 blocks per limb, the
+// column stages and the tile stages exchanging words through distributed
+// shared memory instead of global memory (N = 8 x TILE). Forward: block r
+// runs the 3 column stages of columns [r C, r C + C) (C = TILE / 8, one
+// column of 8 words per thread on the first C threads), sends word k of
+// each column to block k, and after the cluster barrier runs the tile
+// stages of tile r (4 words per thread: with one block per SM, the block's
+// dependent chains are the whole time, and twice the threads halve them).
+// Inverse: the tile stages first, then the columns. Same Batch contract,
+// arithmetic and results as the two-kernel transform in ntt.cuh; one launch
+// instead of two, and no round trip through memory between them.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include "ntt.cuh"
+
+namespace fhelium::cuda::ntt {
+
+constexpr int cluster_blocks = 8;
+
+template <int LOG_N>
+struct ClusterShape {
+  static constexpr int log_tile = LOG_N - 3;
+  static constexpr int words = 4;  // per thread in the tile stages
+  using T = Tile<log_tile, words>;
+  static constexpr int threads = T::threads;
+  static constexpr int columns = T::size / cluster_blocks;  // per block, one per thread
+  static_assert(columns <= threads && columns % 32 == 0);
+  // Twiddles and tile data as in Tile, then the inverse's column buffer
+  // (8 rows of `columns` words).
+  static constexpr int smem_bytes = T::smem_bytes + T::size * 8;
+};
+
+// Roots 1..7 of a limb (the column stages), in registers.
+template <class A>
+struct ColumnRoots {
+  typename A::Twiddle w[cluster_blocks];
+  __device__ explicit ColumnRoots(const typename A::Twiddle* roots) {
+#pragma unroll
+    for (int m = 1; m < cluster_blocks; ++m) w[m] = roots[m];
+  }
+};
+
+template <int LOG_N, class Batch>
+__global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads)
+    forward_cluster(NttTables t, Batch batch) {
+  using S = ClusterShape<LOG_N>;
+  using T = typename S::T;
+  constexpr int C = S::columns;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;  // the whole cluster returns
+  const int limb = batch.prime(b);
+  constexpr int W = S::words;
+  const u32 j = rank * C + threadIdx.x;
+  const bool column_thread = threadIdx.x < C;  // whole warps
+  u64 words[cluster_blocks];
+  if (column_thread) {
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) words[k] = batch.load(b, static_cast<u32>(k) * T::size + j);
+  }
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    using V = typename A::Value;
+    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+    load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, limb), cluster_blocks, rank);
+    if (column_thread) {
+      const ColumnRoots<A> roots(A::roots(t, limb));
+      V x[cluster_blocks];
+#pragma unroll
+      for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(words[k]);
+      forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
+#pragma unroll
+      for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
+    }
+    cluster.sync();  // every block's tile is complete; no remote access follows
+    tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
+    const u32 tile_base = rank * T::size;
+    typename Batch::Aux aux[W];
+#pragma unroll
+    for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+      batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+    }
+  });
+}
+
+template <int LOG_N, class Batch>
+__global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads)
+    inverse_cluster(NttTables t, Batch batch) {
+  using S = ClusterShape<LOG_N>;
+  using T = typename S::T;
+  constexpr int C = S::columns;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  const int b = static_cast<int>(blockIdx.y);
+  if (batch.skip(b)) return;
+  const int limb = batch.prime(b);
+  constexpr int W = S::words;
+  const u32 tile_base = rank * T::size;
+  u64 words[W];
+#pragma unroll
+  for (int r = 0; r < W; ++r) words[r] = batch.load(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  with_arith(t, limb, [&](auto a) {
+    using A = decltype(a);
+    using V = typename A::Value;
+    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+    V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
+    load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, limb), cluster_blocks, rank);
+#pragma unroll
+    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+    __syncthreads();
+    // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
+    tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
+      cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
+    });
+    cluster.sync();
+    if (threadIdx.x >= C) return;  // whole warps
+    const ColumnRoots<A> roots(A::inverse_roots(t, limb));
+    V x[cluster_blocks];
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) x[k] = rows[k * C + threadIdx.x];
+    inverse_column_stages<cluster_blocks, 1>(x, roots.w, a);
+    const u32 j = rank * C + threadIdx.x;
+    typename Batch::Aux aux[cluster_blocks];
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * T::size + j);
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) batch.store(b, static_cast<u32>(k) * T::size + j, a.times_inv_n(x[k]), aux[k]);
+  });
+}
+
+// An inverse NTT, a coefficient-wise change of prime and a forward NTT in
+// one launch (rescale, ModDown with one special prime): cluster b runs the
+// inverse transform of its source limb (every target limb's cluster redoes
+// it: one launch instead of three), n^-1 and the map to its prime on the
+// columns, where the forward column stages follow in registers, then the
+// forward tile stages and out's fetch and store. A Fused as for
+// inverse_map_forward_columns (skip, source_prime, source, prime, map); Out
+// a Batch (fetch, store) with the same numbering b.
+template <int LOG_N, class Fused, class Out>
+__global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads)
+    inverse_map_forward_cluster(NttTables t, Fused f, Out out) {
+  using S = ClusterShape<LOG_N>;
+  using T = typename S::T;
+  constexpr int C = S::columns;
+  constexpr int W = S::words;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  const int b = static_cast<int>(blockIdx.y);
+  if (f.skip(b)) return;
+  const int from = f.source_prime(b);
+  const int to = f.prime(b);
+  const bool column_thread = threadIdx.x < C;  // whole warps
+  const u32 tile_base = rank * T::size;
+  const u32 j = rank * C + threadIdx.x;
+  u64 column[cluster_blocks];  // column j, as words of the target prime
+  {
+    const u64* src = f.source(b);
+    u64 words[W];
+#pragma unroll
+    for (int r = 0; r < W; ++r) words[r] = src[tile_base + threadIdx.x + static_cast<u32>(r * T::threads)];
+    with_arith(t, from, [&](auto a) {
+      using A = decltype(a);
+      using V = typename A::Value;
+      const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+      V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
+      load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, from), cluster_blocks, rank);
+#pragma unroll
+      for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+      __syncthreads();
+      tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
+        cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
+      });
+      cluster.sync();  // the rows are complete; every block is done with its tile and twiddles
+      if (column_thread) {
+        const ColumnRoots<A> roots(A::inverse_roots(t, from));
+        V x[cluster_blocks];
+#pragma unroll
+        for (int k = 0; k < cluster_blocks; ++k) x[k] = rows[k * C + threadIdx.x];
+        inverse_column_stages<cluster_blocks, 1>(x, roots.w, a);
+#pragma unroll
+        for (int k = 0; k < cluster_blocks; ++k) column[k] = a.times_inv_n(x[k]);
+      }
+    });
+  }
+  const auto map = f.map(b);
+  with_arith(t, to, [&](auto a) {
+    using A = decltype(a);
+    using V = typename A::Value;
+    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+    load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, to), cluster_blocks, rank);
+    if (column_thread) {
+      const ColumnRoots<A> roots(A::roots(t, to));
+      V x[cluster_blocks];
+#pragma unroll
+      for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(map(column[k]));
+      forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
+#pragma unroll
+      for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
+    }
+    cluster.sync();
+    tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
+    typename Out::Aux aux[W];
+#pragma unroll
+    for (int r = 0; r < W; ++r) aux[r] = out.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+      out.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+    }
+  });
+}
+
+// Whether forward/inverse take the cluster kernels: at N = 2^14 (the
+// two-kernel form there is latency-bound); FHELIUM_CUDA_CLUSTER_NTT=0 turns
+// them off (A/B measurements).
+inline bool cluster_ntt(int log_n) {
+  static const bool on = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_CLUSTER_NTT");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on && log_n == 14 && !wide_tiles_at_14();
+}
+
+template <class Batch>
+void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  constexpr int log_n = 14;
+  using S = ClusterShape<log_n>;
+  const dim3 grid(cluster_blocks, static_cast<unsigned>(count));
+  static std::atomic<unsigned long long> forward_ready{0};
+  static std::atomic<unsigned long long> inverse_ready{0};
+  if (forward) {
+    allow_dynamic_smem(forward_cluster<log_n, Batch>, S::smem_bytes, forward_ready);
+    forward_cluster<log_n><<<grid, S::threads, S::smem_bytes, stream>>>(t, batch);
+    check_launch("ntt forward_cluster");
+  } else {
+    allow_dynamic_smem(inverse_cluster<log_n, Batch>, S::smem_bytes, inverse_ready);
+    inverse_cluster<log_n><<<grid, S::threads, S::smem_bytes, stream>>>(t, batch);
+    check_launch("ntt inverse_cluster");
+  }
+}
+
+// The one-launch inverse, map and forward over `count` target limbs. Only
+// when cluster_ntt.
+template <class Fused, class Out>
+void inverse_map_forward_cluster_launch(const NttTables& t, const Fused& f, const Out& out, int count,
+                                        cudaStream_t stream) {
+  if (count <= 0) return;
+  constexpr int log_n = 14;
+  using S = ClusterShape<log_n>;
+  static std::atomic<unsigned long long> ready{0};
+  allow_dynamic_smem(inverse_map_forward_cluster<log_n, Fused, Out>, S::smem_bytes, ready);
+  inverse_map_forward_cluster<log_n>
+      <<<dim3(cluster_blocks, static_cast<unsigned>(count)), S::threads, S::smem_bytes, stream>>>(t, f, out);
+  check_launch("ntt inverse_map_forward_cluster");
+}
+
+}  // namespace fhelium::cuda::ntt
