@@ -53,19 +53,19 @@ struct PermutedBatch {
 template <int MAX_FROM>
 __global__ void __launch_bounds__(threads)
     mod_up_convert_kernel(KeySwitchView ks, const u64* coefficients, u64* extended, u32 n, int slots,
-                          const DevPrime* primes) {
+                          const DevPrime* primes, u64 fp_limit) {
   extern __shared__ u64 staged[];
   const int j = static_cast<int>(blockIdx.y);
   const u32 k = blockIdx.x * 2 * threads + threadIdx.x;
   const ConverterView& v = ks.mod_up[j];
-  stage_converter(v, primes, staged);
+  stage_converter(v, primes, staged, fp_limit);
   __syncthreads();
   const int begin = j * ks.alpha;
   const int own = v.from_count;
   const u64* in0 = coefficients + static_cast<std::size_t>(begin) * n + k;
   const u64* const in[2] = {in0, in0 + threads};
   u64* out = extended + static_cast<std::size_t>(j) * slots * n + k;
-  convert_staged<MAX_FROM, 2>(staged, own, v.to_count, in, n, [&](int t, const u64 (&r)[2]) {
+  convert_staged<MAX_FROM, 2>(staged, own, v.to_count, in, n, fp_limit, [&](int t, const u64 (&r)[2]) {
     const int slot = t < begin ? t : t + own;
     u64* o = out + static_cast<std::size_t>(slot) * n;
     o[0] = r[0];
@@ -378,16 +378,16 @@ struct ModDownColumns {
 template <int MAX_FROM>
 __global__ void __launch_bounds__(threads)
     mod_down_convert_kernel(ConverterView v, const u64* accumulators, u64* converted, u32 n, int slots, int level,
-                            const DevPrime* primes) {
+                            const DevPrime* primes, u64 fp_limit) {
   extern __shared__ u64 staged[];
-  stage_converter(v, primes, staged);
+  stage_converter(v, primes, staged, fp_limit);
   __syncthreads();
   const int poly = static_cast<int>(blockIdx.y);
   const u32 k = blockIdx.x * 2 * threads + threadIdx.x;
   const u64* in0 = accumulators + (static_cast<std::size_t>(poly) * slots + level + 1) * n + k;
   const u64* const in[2] = {in0, in0 + threads};
   u64* out = converted + static_cast<std::size_t>(poly) * (level + 1) * n + k;
-  convert_staged<MAX_FROM, 2>(staged, v.from_count, v.to_count, in, n, [&](int t, const u64 (&r)[2]) {
+  convert_staged<MAX_FROM, 2>(staged, v.from_count, v.to_count, in, n, fp_limit, [&](int t, const u64 (&r)[2]) {
     u64* o = out + static_cast<std::size_t>(t) * n;
     o[0] = r[0];
     o[threads] = r[1];
@@ -550,7 +550,8 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
     static std::atomic<unsigned long long> ready{0};
     ntt::allow_dynamic_smem(mod_up_convert_kernel<max>, smem, ready);
     mod_up_convert_kernel<max>
-        <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes);
+        <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes,
+                                            l.tables.fp_limit);
     check_launch("mod_up_convert");
   });
   ntt::forward(l.tables, batch, ks.digits * slots, l.stream);
@@ -611,7 +612,8 @@ void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& wor
     static std::atomic<unsigned long long> ready{0};
     ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem, ready);
     mod_down_convert_kernel<max><<<grid, threads, smem, l.stream>>>(ks.mod_down, work.accumulators, work.converted,
-                                                                    l.n, slots, ks.level, l.tables.primes);
+                                                                    l.n, slots, ks.level, l.tables.primes,
+                                                                    l.tables.fp_limit);
     check_launch("mod_down_convert");
   });
   ntt::forward(l.tables, batch, 2 * limbs, l.stream);

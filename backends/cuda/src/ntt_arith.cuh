@@ -90,6 +90,7 @@ struct FpArith {
 
   __device__ explicit FpArith(const DevPrime& p)
       : q(from_bits(p.value)), q_inverse(1.0 / from_bits(p.value)), inv_n(from_bits(p.inv_n)) {}
+  __device__ FpArith(double q, double q_inverse) : q(q), q_inverse(q_inverse), inv_n(0.0) {}
   __device__ static const Twiddle* roots(const NttTables& t, int limb) {
     return t.roots_fp + (static_cast<std::size_t>(limb) << t.log_n);
   }

@@ -32,6 +32,13 @@ struct ClusterShape {
   static constexpr int smem_bytes = T::smem_bytes + T::size * 8;
 };
 
+// A block may write another block's shared memory only once that block has
+// started: every block arrives at the cluster barrier on entry and waits
+// just before its first remote store, so the wait overlaps the global loads
+// issued in between. (The later cluster.sync() calls are the next phases.)
+__device__ __forceinline__ void arrive_on_entry() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_cluster_entry() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
 // Roots 1..7 of a limb (the column stages), in registers.
 template <class A>
 struct ColumnRoots {
@@ -53,6 +60,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
   const u32 rank = cluster.block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;  // the whole cluster returns
+  arrive_on_entry();
   const int limb = batch.prime(b);
   constexpr int W = S::words;
   const u32 j = rank * C + threadIdx.x;
@@ -67,12 +75,15 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
     using V = typename A::Value;
     const TileSmem<S::log_tile, W, A> s(dynamic_smem);
     load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, limb), cluster_blocks, rank);
+    V x[cluster_blocks];
     if (column_thread) {
       const ColumnRoots<A> roots(A::roots(t, limb));
-      V x[cluster_blocks];
 #pragma unroll
       for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(words[k]);
       forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
+    }
+    wait_for_cluster_entry();
+    if (column_thread) {
 #pragma unroll
       for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
     }
@@ -102,6 +113,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
   const u32 rank = cluster.block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
+  arrive_on_entry();
   const int limb = batch.prime(b);
   constexpr int W = S::words;
   const u32 tile_base = rank * T::size;
@@ -117,6 +129,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
 #pragma unroll
     for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     __syncthreads();
+    wait_for_cluster_entry();
     // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
     tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
       cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
@@ -157,6 +170,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
   const u32 rank = cluster.block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (f.skip(b)) return;
+  arrive_on_entry();
   const int from = f.source_prime(b);
   const int to = f.prime(b);
   const bool column_thread = threadIdx.x < C;  // whole warps
@@ -177,6 +191,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
 #pragma unroll
       for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
       __syncthreads();
+      wait_for_cluster_entry();
       tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
         cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
       });
