@@ -156,11 +156,18 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name << " at level " << c.level; }
 
+// "N13_L3_K2": small_params; "N13_L3_K2_B44": every prime (Q and P) of 44
+// bits, the top of the kernels' double-precision range.
 CkksParameters params_of(const std::string& name) {
   if (name.rfind("slots", 0) == 0) return preset(name);
-  int log_n = 0, levels = 0, specials = 0;
-  std::sscanf(name.c_str(), "N%d_L%d_K%d", &log_n, &levels, &specials);
-  return small_params(log_n, levels, specials);
+  int log_n = 0, levels = 0, specials = 0, bits = 0;
+  const int fields = std::sscanf(name.c_str(), "N%d_L%d_K%d_B%d", &log_n, &levels, &specials, &bits);
+  CkksParameters p = small_params(log_n, levels, specials);
+  if (fields == 4) {
+    p.q_bits.assign(p.q_bits.size(), bits);
+    p.p_bits.assign(p.p_bits.size(), bits);
+  }
+  return p;
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -322,8 +329,9 @@ TEST_P(CudaDifferential, EveryOperationBitExact) {
 }
 
 // N = 2^12 .. 2^16 with 1, 2 and 4 special primes (digits of 1, 2, 4 primes,
-// partial last digits), at the top, a middle and the lowest levels, and the
-// two presets the benchmarks use.
+// partial last digits), at the top, a middle and the lowest levels, the two
+// presets the benchmarks use, and all-44-bit primes (the double-precision
+// NTT and basis conversions at the top of their range, P included).
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CudaDifferential,
     testing::Values(Case{"N12_L5_K2", 5}, Case{"N12_L5_K2", 2}, Case{"N12_L5_K2", 1},
@@ -331,10 +339,59 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"N14_L7_K1", 7}, Case{"N14_L7_K1", 4}, Case{"N14_L7_K1", 1},
                     Case{"N15_L9_K2", 9}, Case{"N15_L9_K2", 4}, Case{"N15_L9_K2", 0},
                     Case{"N16_L11_K4", 11}, Case{"N16_L11_K4", 6}, Case{"N16_L11_K4", 1},
+                    Case{"N13_L3_K2_B44", 3}, Case{"N14_L4_K1_B44", 4},
                     Case{"slots8192_scale40_levels7", 7}, Case{"slots8192_scale40_levels7", 3},
                     Case{"slots32768_scale40_levels34", 34}, Case{"slots32768_scale40_levels34", 17},
                     Case{"slots32768_scale40_levels34", 1}),
     case_name);
+
+// The double-precision transforms at the edges of their range (primes of
+// 30, 43 and 44 bits) and the integer ones just above it (45 bits), at the
+// one-launch (2^14) and two-kernel shapes, largest residues included.
+TEST(CudaTransforms, EveryPrimeSizeAroundTheDoublePrecisionLimit) {
+  REQUIRE_GPU();
+  for (int bits : {30, 43, 44, 45}) {
+    for (int log_n : {12, 14, 16}) {
+      SCOPED_TRACE(std::to_string(bits) + "-bit primes, N = 2^" + std::to_string(log_n));
+      CkksParameters params = small_params(log_n, 2, 1);
+      params.q_bits.assign(params.q_bits.size(), bits);
+      params.p_bits.assign(params.p_bits.size(), bits);
+      params.scale = std::ldexp(1.0, bits - 4);
+      const auto context = Context::create(params);
+      Engine cpu(context, cpu::make_cpu_backend());
+      auto gpu_backend = cuda::make_cuda_backend();
+      const auto gctx = gpu_backend->prepare(context);
+      const std::size_t n = context->ring_degree();
+      HostValue host;
+      host.state = {context->id(), context->word_size(), 2, params.scale, Domain::coefficient, Basis::Q, 2};
+      host.data.resize(host.state.words(*context));
+      std::mt19937_64 gen(static_cast<unsigned>(bits * 100 + log_n));
+      for (int comp = 0; comp < 2; ++comp) {
+        for (int limb = 0; limb < 3; ++limb) {
+          const u64 q = context->q()[static_cast<std::size_t>(limb)].value;
+          u64* x = host.limb(*context, comp, limb);
+          for (std::size_t k = 0; k < n; ++k) x[k] = k < 64 ? q - 1 - k % 2 : gen() % q;  // largest first
+        }
+      }
+      const Ciphertext coeff = cpu.upload_ciphertext(host);
+      const std::size_t words = host.data.size();
+      auto in = gpu_backend->allocate(words * sizeof(u64));
+      gpu_backend->upload(*in, host.data.data(), words * sizeof(u64));
+      auto out = gpu_backend->allocate(words * sizeof(u64));
+      const std::vector<u64> fill(words, poison);
+      gpu_backend->upload(*out, fill.data(), words * sizeof(u64));
+      gpu_backend->to_ntt(*gctx, PolyArg{out.get(), 2, 3}, PolyArg{in.get(), 2, 3});
+      std::vector<u64> forward(words);
+      gpu_backend->download(*out, forward.data(), words * sizeof(u64));
+      EXPECT_TRUE(same_residues(cpu.download(cpu.to_ntt(coeff)).data, forward, n)) << "forward";
+      gpu_backend->upload(*in, fill.data(), words * sizeof(u64));
+      gpu_backend->to_coefficient(*gctx, PolyArg{in.get(), 2, 3}, PolyArg{out.get(), 2, 3});
+      std::vector<u64> back(words);
+      gpu_backend->download(*in, back.data(), words * sizeof(u64));
+      EXPECT_TRUE(same_residues(host.data, back, n)) << "inverse";
+    }
+  }
+}
 
 // Transforms at the ring sizes whose kernel shapes the key-switching tests
 // do not reach (one tile of 2^10 or 2^11 words; 32 columns of 2^12-word tiles).
