@@ -49,57 +49,105 @@ struct ColumnRoots {
   }
 };
 
+// The two halves every cluster kernel is made of. Block `rank` of the
+// cluster; column j = rank C + threadIdx.x belongs to the first C threads.
+
+// The inverse transform of `limb`: `words` holds the block's W words of tile
+// `rank` (thread-strided); on return the column threads hold column j's 8
+// words times n^-1 (canonical). Waits for the cluster's entry before its
+// first remote store.
+template <int LOG_N, class A>
+__device__ __forceinline__ void cluster_inverse(const NttTables& t, int limb, const A& a, TwiddlePair* dynamic_smem,
+                                                const u64 (&words)[ClusterShape<LOG_N>::words],
+                                                u64 (&column)[cluster_blocks]) {
+  using S = ClusterShape<LOG_N>;
+  using T = typename S::T;
+  using V = typename A::Value;
+  constexpr int C = S::columns;
+  constexpr int W = S::words;
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+  V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
+  load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, limb), cluster_blocks, rank);
+#pragma unroll
+  for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+  __syncthreads();
+  wait_for_cluster_entry();
+  // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
+  tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
+    cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
+  });
+  cluster.sync();  // the rows are complete; every block is done with its tile and twiddles
+  if (threadIdx.x >= C) return;  // whole warps
+  const ColumnRoots<A> roots(A::inverse_roots(t, limb));
+  V x[cluster_blocks];
+#pragma unroll
+  for (int k = 0; k < cluster_blocks; ++k) x[k] = rows[k * C + threadIdx.x];
+  inverse_column_stages<cluster_blocks, 1>(x, roots.w, a);
+#pragma unroll
+  for (int k = 0; k < cluster_blocks; ++k) column[k] = a.times_inv_n(x[k]);
+}
+
+// The forward transform of `limb` from column j's 8 canonical words (column
+// threads), through out.fetch and out.store of batch b. ENTRY_WAIT: the
+// kernel has not yet waited for the cluster's entry.
+template <int LOG_N, bool ENTRY_WAIT, class A, class Out>
+__device__ __forceinline__ void cluster_forward(const NttTables& t, int limb, const A& a, TwiddlePair* dynamic_smem,
+                                                const u64 (&column)[cluster_blocks], const Out& out, int b) {
+  using S = ClusterShape<LOG_N>;
+  using T = typename S::T;
+  using V = typename A::Value;
+  constexpr int C = S::columns;
+  constexpr int W = S::words;
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  const bool column_thread = threadIdx.x < C;  // whole warps
+  const TileSmem<S::log_tile, W, A> s(dynamic_smem);
+  load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, limb), cluster_blocks, rank);
+  V x[cluster_blocks];
+  if (column_thread) {
+    const ColumnRoots<A> roots(A::roots(t, limb));
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(column[k]);
+    forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
+  }
+  if constexpr (ENTRY_WAIT) wait_for_cluster_entry();
+  if (column_thread) {
+    const u32 j = rank * C + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
+  }
+  cluster.sync();  // every block's tile is complete; no remote access follows
+  tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
+  const u32 tile_base = rank * T::size;
+  typename Out::Aux aux[W];
+#pragma unroll
+  for (int r = 0; r < W; ++r) aux[r] = out.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < W; ++r) {
+    const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
+    out.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+  }
+}
+
 template <int LOG_N, class Batch>
 __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads)
     forward_cluster(NttTables t, Batch batch) {
   using S = ClusterShape<LOG_N>;
-  using T = typename S::T;
-  constexpr int C = S::columns;
   extern __shared__ TwiddlePair dynamic_smem[];
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const u32 rank = cluster.block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;  // the whole cluster returns
   arrive_on_entry();
   const int limb = batch.prime(b);
-  constexpr int W = S::words;
-  const u32 j = rank * C + threadIdx.x;
-  const bool column_thread = threadIdx.x < C;  // whole warps
-  u64 words[cluster_blocks];
-  if (column_thread) {
+  const u32 j = cooperative_groups::this_cluster().block_rank() * S::columns + threadIdx.x;
+  u64 column[cluster_blocks];
+  if (threadIdx.x < S::columns) {
 #pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) words[k] = batch.load(b, static_cast<u32>(k) * T::size + j);
+    for (int k = 0; k < cluster_blocks; ++k) column[k] = batch.load(b, static_cast<u32>(k) * S::T::size + j);
   }
-  with_arith(t, limb, [&](auto a) {
-    using A = decltype(a);
-    using V = typename A::Value;
-    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
-    load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, limb), cluster_blocks, rank);
-    V x[cluster_blocks];
-    if (column_thread) {
-      const ColumnRoots<A> roots(A::roots(t, limb));
-#pragma unroll
-      for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(words[k]);
-      forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
-    }
-    wait_for_cluster_entry();
-    if (column_thread) {
-#pragma unroll
-      for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
-    }
-    cluster.sync();  // every block's tile is complete; no remote access follows
-    tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
-    const u32 tile_base = rank * T::size;
-    typename Batch::Aux aux[W];
-#pragma unroll
-    for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < W; ++r) {
-      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-      batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
-    }
-  });
+  with_arith(t, limb, [&](auto a) { cluster_forward<LOG_N, true>(t, limb, a, dynamic_smem, column, batch, b); });
 }
 
 template <int LOG_N, class Batch>
@@ -107,55 +155,33 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
     inverse_cluster(NttTables t, Batch batch) {
   using S = ClusterShape<LOG_N>;
   using T = typename S::T;
-  constexpr int C = S::columns;
   extern __shared__ TwiddlePair dynamic_smem[];
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const u32 rank = cluster.block_rank();
+  const u32 rank = cooperative_groups::this_cluster().block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
   arrive_on_entry();
   const int limb = batch.prime(b);
-  constexpr int W = S::words;
-  const u32 tile_base = rank * T::size;
-  u64 words[W];
+  u64 words[S::words];
 #pragma unroll
-  for (int r = 0; r < W; ++r) words[r] = batch.load(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
-  with_arith(t, limb, [&](auto a) {
-    using A = decltype(a);
-    using V = typename A::Value;
-    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
-    V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
-    load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, limb), cluster_blocks, rank);
+  for (int r = 0; r < S::words; ++r) {
+    words[r] = batch.load(b, rank * T::size + threadIdx.x + static_cast<u32>(r * T::threads));
+  }
+  u64 column[cluster_blocks];
+  with_arith(t, limb, [&](auto a) { cluster_inverse<LOG_N>(t, limb, a, dynamic_smem, words, column); });
+  if (threadIdx.x >= S::columns) return;
+  const u32 j = rank * S::columns + threadIdx.x;
+  typename Batch::Aux aux[cluster_blocks];
 #pragma unroll
-    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
-    __syncthreads();
-    wait_for_cluster_entry();
-    // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
-    tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
-      cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
-    });
-    cluster.sync();
-    if (threadIdx.x >= C) return;  // whole warps
-    const ColumnRoots<A> roots(A::inverse_roots(t, limb));
-    V x[cluster_blocks];
+  for (int k = 0; k < cluster_blocks; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * T::size + j);
 #pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) x[k] = rows[k * C + threadIdx.x];
-    inverse_column_stages<cluster_blocks, 1>(x, roots.w, a);
-    const u32 j = rank * C + threadIdx.x;
-    typename Batch::Aux aux[cluster_blocks];
-#pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) aux[k] = batch.fetch(b, static_cast<u32>(k) * T::size + j);
-#pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) batch.store(b, static_cast<u32>(k) * T::size + j, a.times_inv_n(x[k]), aux[k]);
-  });
+  for (int k = 0; k < cluster_blocks; ++k) batch.store(b, static_cast<u32>(k) * T::size + j, column[k], aux[k]);
 }
 
 // An inverse NTT, a coefficient-wise change of prime and a forward NTT in
-// one launch (rescale, ModDown with one special prime): cluster b runs the
-// inverse transform of its source limb (every target limb's cluster redoes
-// it: one launch instead of three), n^-1 and the map to its prime on the
-// columns, where the forward column stages follow in registers, then the
-// forward tile stages and out's fetch and store. A Fused as for
+// one launch (rescale): cluster b runs the inverse transform of its source
+// limb (every target limb's cluster redoes it: one launch instead of
+// three), n^-1 and the map to its prime on the columns, then the forward
+// transform and out's fetch and store. A Fused as for
 // inverse_map_forward_columns (skip, source_prime, source, prime, map); Out
 // a Batch (fetch, store) with the same numbering b.
 template <int LOG_N, class Fused, class Out>
@@ -163,77 +189,25 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
     inverse_map_forward_cluster(NttTables t, Fused f, Out out) {
   using S = ClusterShape<LOG_N>;
   using T = typename S::T;
-  constexpr int C = S::columns;
-  constexpr int W = S::words;
   extern __shared__ TwiddlePair dynamic_smem[];
-  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const u32 rank = cluster.block_rank();
+  const u32 rank = cooperative_groups::this_cluster().block_rank();
   const int b = static_cast<int>(blockIdx.y);
   if (f.skip(b)) return;
   arrive_on_entry();
   const int from = f.source_prime(b);
   const int to = f.prime(b);
-  const bool column_thread = threadIdx.x < C;  // whole warps
-  const u32 tile_base = rank * T::size;
-  const u32 j = rank * C + threadIdx.x;
-  u64 column[cluster_blocks];  // column j, as words of the target prime
-  {
-    const u64* src = f.source(b);
-    u64 words[W];
+  const u64* src = f.source(b);
+  u64 words[S::words];
 #pragma unroll
-    for (int r = 0; r < W; ++r) words[r] = src[tile_base + threadIdx.x + static_cast<u32>(r * T::threads)];
-    with_arith(t, from, [&](auto a) {
-      using A = decltype(a);
-      using V = typename A::Value;
-      const TileSmem<S::log_tile, W, A> s(dynamic_smem);
-      V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
-      load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, from), cluster_blocks, rank);
+  for (int r = 0; r < S::words; ++r) words[r] = src[rank * T::size + threadIdx.x + static_cast<u32>(r * T::threads)];
+  u64 column[cluster_blocks];
+  with_arith(t, from, [&](auto a) { cluster_inverse<LOG_N>(t, from, a, dynamic_smem, words, column); });
+  if (threadIdx.x < S::columns) {
+    const auto map = f.map(b);
 #pragma unroll
-      for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
-      __syncthreads();
-      wait_for_cluster_entry();
-      tile_passes<false, S::log_tile, W, 0>(s.data, s.tw, a, [&](u32 i, V v) {
-        cluster.map_shared_rank(rows, i / C)[rank * C + i % C] = v;
-      });
-      cluster.sync();  // the rows are complete; every block is done with its tile and twiddles
-      if (column_thread) {
-        const ColumnRoots<A> roots(A::inverse_roots(t, from));
-        V x[cluster_blocks];
-#pragma unroll
-        for (int k = 0; k < cluster_blocks; ++k) x[k] = rows[k * C + threadIdx.x];
-        inverse_column_stages<cluster_blocks, 1>(x, roots.w, a);
-#pragma unroll
-        for (int k = 0; k < cluster_blocks; ++k) column[k] = a.times_inv_n(x[k]);
-      }
-    });
+    for (int k = 0; k < cluster_blocks; ++k) column[k] = map(column[k]);
   }
-  const auto map = f.map(b);
-  with_arith(t, to, [&](auto a) {
-    using A = decltype(a);
-    using V = typename A::Value;
-    const TileSmem<S::log_tile, W, A> s(dynamic_smem);
-    load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, to), cluster_blocks, rank);
-    if (column_thread) {
-      const ColumnRoots<A> roots(A::roots(t, to));
-      V x[cluster_blocks];
-#pragma unroll
-      for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(map(column[k]));
-      forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
-#pragma unroll
-      for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
-    }
-    cluster.sync();
-    tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
-    typename Out::Aux aux[W];
-#pragma unroll
-    for (int r = 0; r < W; ++r) aux[r] = out.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < W; ++r) {
-      const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-      out.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
-    }
-  });
+  with_arith(t, to, [&](auto a) { cluster_forward<LOG_N, false>(t, to, a, dynamic_smem, column, out, b); });
 }
 
 // Whether forward/inverse take the cluster kernels: at N = 2^14 (the
