@@ -58,6 +58,15 @@ struct Tile {
   static constexpr int smem_bytes = size * 16 + data_words * 8;
 };
 
+// Column kernels of 32 words per thread (N >= 2^16) are held to 170
+// registers: three blocks of 128 threads per SM instead of two at 180
+// (`ncu` at 2^16: forward columns 22.1 -> 18.8 us, inverse 24.7 -> 23.1; at
+// 128 registers, four blocks, they spill and take 25.1 / 28.8). The tile
+// kernels stay as they are: capped at 64 registers for a fourth block of
+// 2^11-word tiles they took 40.1 us instead of 39.1.
+template <int N1>
+constexpr int column_min_blocks = N1 == 32 ? 3 : 1;
+
 __device__ __forceinline__ u32 padded(u32 i) { return i + (i >> 5); }
 
 // A tile's shared memory typed for arithmetic A.
@@ -289,7 +298,7 @@ __device__ __forceinline__ typename A::Twiddle* column_twiddles(TwiddlePair* sto
 
 // Forward stages with distance >= TILE, N1 words per thread.
 template <int N1, class Batch>
-__global__ void __launch_bounds__(column_threads) forward_columns(NttTables t, Batch batch) {
+__global__ void __launch_bounds__(column_threads, column_min_blocks<N1>) forward_columns(NttTables t, Batch batch) {
   __shared__ TwiddlePair tw_storage[N1];
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
@@ -315,7 +324,7 @@ __global__ void __launch_bounds__(column_threads) forward_columns(NttTables t, B
 
 // Inverse stages with distance >= TILE, then n^-1, N1 words per thread.
 template <int N1, class Batch>
-__global__ void __launch_bounds__(column_threads) inverse_columns(NttTables t, Batch batch) {
+__global__ void __launch_bounds__(column_threads, column_min_blocks<N1>) inverse_columns(NttTables t, Batch batch) {
   __shared__ TwiddlePair tw_storage[N1];
   const int b = static_cast<int>(blockIdx.y);
   if (batch.skip(b)) return;
@@ -521,11 +530,21 @@ inline bool wide_tiles_at_14() {
   return on;
 }
 
+// FHELIUM_CUDA_LOG_TILE_16=12 takes 2^12-word tiles and 16 columns at 2^16
+// (A/B measurements).
+inline bool wide_tiles_at_16() {
+  static const bool on = [] {
+    const char* e = std::getenv("FHELIUM_CUDA_LOG_TILE_16");
+    return e != nullptr && std::string(e) == "12";
+  }();
+  return on;
+}
+
 inline Shape shape_for(int log_n) {
   if (log_n <= 10) return {log_n, 1};
   if (log_n == 14 && wide_tiles_at_14()) return {11, 8};
   if (log_n <= 15) return {10, 1 << (log_n - 10)};
-  if (log_n == 16) return {11, 32};
+  if (log_n == 16) return wide_tiles_at_16() ? Shape{12, 16} : Shape{11, 32};
   return {12, 1 << (log_n - 12)};
 }
 
