@@ -1,10 +1,10 @@
 #include "cuda_context.hpp"
 
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "ab_switch.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/rns.hpp"
 
@@ -73,8 +73,7 @@ ConverterView view_of(const ConverterOffsets& o, const u64* base) {
 // Primes below this take the NTT kernels' double-precision path (exact below
 // 2^44, see ntt_arith.cuh). FHELIUM_CUDA_FP64_NTT=0 turns it off (A/B runs).
 u64 fp64_ntt_limit() {
-  const char* e = std::getenv("FHELIUM_CUDA_FP64_NTT");
-  return e != nullptr && std::string(e) == "0" ? 0 : u64{1} << 44;
+  return env_is("FHELIUM_CUDA_FP64_NTT", "0") ? 0 : u64{1} << 44;
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "automorphism.cuh"
@@ -352,10 +351,7 @@ __global__ void __launch_bounds__(TipTile::threads, tip_blocks_per_sm)
 }
 
 bool fused_inner_product_disabled() {
-  static const bool off = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_FUSED_INNER_PRODUCT");
-    return e != nullptr && std::string(e) == "0";
-  }();
+  static const bool off = env_is("FHELIUM_CUDA_FUSED_INNER_PRODUCT", "0");
   return off;
 }
 

@@ -31,9 +31,9 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
+#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "device_types.hpp"
 #include "modarith.cuh"
@@ -523,20 +523,14 @@ struct Shape {
 // FHELIUM_CUDA_LOG_TILE_14=11 takes 2^11-word tiles and 8 columns at 2^14
 // (A/B measurements).
 inline bool wide_tiles_at_14() {
-  static const bool on = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_LOG_TILE_14");
-    return e != nullptr && std::string(e) == "11";
-  }();
+  static const bool on = env_is("FHELIUM_CUDA_LOG_TILE_14", "11");
   return on;
 }
 
 // FHELIUM_CUDA_LOG_TILE_16=12 takes 2^12-word tiles and 16 columns at 2^16
 // (A/B measurements).
 inline bool wide_tiles_at_16() {
-  static const bool on = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_LOG_TILE_16");
-    return e != nullptr && std::string(e) == "12";
-  }();
+  static const bool on = env_is("FHELIUM_CUDA_LOG_TILE_16", "12");
   return on;
 }
 
@@ -595,10 +589,7 @@ void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int co
 // the threads, half the dependent chain); larger ones 8. Only for 2^10-word
 // tiles. FHELIUM_CUDA_TILE_WORDS=8 forces 8 (for A/B measurements).
 inline bool small_tile_launch(unsigned blocks) {
-  static const bool force8 = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_TILE_WORDS");
-    return e != nullptr && std::string(e) == "8";
-  }();
+  static const bool force8 = env_is("FHELIUM_CUDA_TILE_WORDS", "8");
   return !force8 && blocks <= 640;
 }
 
@@ -700,10 +691,7 @@ void forward_tiles_only(const NttTables& t, const Batch& batch, int count, cudaS
 // targets (inverse_once_map_forward_columns); FHELIUM_CUDA_SHARED_INVERSE=0
 // turns it off (A/B measurements).
 inline bool shared_inverse() {
-  static const bool on = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_SHARED_INVERSE");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  static const bool on = !env_is("FHELIUM_CUDA_SHARED_INVERSE", "0");
   return on;
 }
 

@@ -214,10 +214,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
 // two-kernel form there is latency-bound); FHELIUM_CUDA_CLUSTER_NTT=0 turns
 // them off (A/B measurements).
 inline bool cluster_ntt(int log_n) {
-  static const bool on = [] {
-    const char* e = std::getenv("FHELIUM_CUDA_CLUSTER_NTT");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  static const bool on = !env_is("FHELIUM_CUDA_CLUSTER_NTT", "0");
   return on && log_n == 14 && !wide_tiles_at_14();
 }
 
