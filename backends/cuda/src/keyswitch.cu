@@ -247,18 +247,11 @@ constexpr int tip_smem_bytes = TipTile::smem_bytes > 2 * TipTile::size * 8 ? Tip
 struct ReducedProducts {
   const DevPrime& p;
   bool fp;
-  double q;
-  double q_inverse;
+  ntt::FpArith f;  // used only when fp
   __device__ ReducedProducts(const DevPrime& prime, u64 fp_limit)
-      : p(prime), fp(prime.value < fp_limit), q(0), q_inverse(0) {
-    if (fp) {
-      q = ntt::FpArith::from_bits(p.value);
-      q_inverse = 1.0 / q;
-    }
-  }
+      : p(prime), fp(prime.value < fp_limit), f(prime) {}
   __device__ u64 product(u64 x, u64 y) const {
     if (!fp) return mul_mod(x, y, p);
-    const ntt::FpArith f(q, q_inverse);
     return static_cast<u64>(__double_as_longlong(f.mul_reduce(f.from_word(x), f.from_word(y))));
   }
   // The canonical residue of the sum of words(k) over k < count.
@@ -271,7 +264,7 @@ struct ReducedProducts {
         if (k >= count) break;
         total = __dadd_rn(total, __longlong_as_double(static_cast<long long>(words(k))));
       }
-      return ntt::FpArith(q, q_inverse).canonical(total);
+      return f.canonical(total);
     }
     U128 total;
 #pragma unroll
