@@ -202,6 +202,8 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
       {"relinearize", 5 * pb + key_bytes, 1,
        [&](int i) { backend->relinearize(bc, {S(i).out2.get(), 2, limbs}, {S(i).a3.get(), 3, limbs}, rk); }},
       {"multiply_relinearize", 6 * pb + key_bytes, 1,
+       [&](int i) { backend->multiply_relinearize(bc, {S(i).out2.get(), 2, limbs}, A(i), B(i), rk); }},
+      {"multiply_then_relinearize", 6 * pb + key_bytes, 1,
        [&](int i) {
          backend->multiply(bc, {S(i).out3.get(), 3, limbs}, A(i), B(i));
          backend->relinearize(bc, {S(i).out2.get(), 2, limbs}, {S(i).out3.get(), 3, limbs}, rk);

@@ -125,7 +125,7 @@ json::object bench_preset(const std::string& preset_name, const std::shared_ptr<
       {"multiply_scalar", [&] { engine.multiply_scalar(a, 0.5, scale); }},
       {"multiply", [&] { engine.multiply(a, b); }},
       {"relinearize", [&] { engine.relinearize(a3, rk); }},
-      {"multiply_relinearize", [&] { engine.relinearize(engine.multiply(a, b), rk); }},
+      {"multiply_relinearize", [&] { engine.multiply_relinearize(a, b, rk); }},
       {"rescale", [&] { engine.rescale(a); }},
       {"rotate", [&] { engine.rotate(a, 1, gk); }},
       {"rotate_hoisted_8", [&] { engine.rotate_hoisted(a, hoisted_steps, gk); }},

@@ -24,6 +24,15 @@ void Backend::begin_capture() {
   throw BackendError("backend '" + name() + "' cannot capture operations (supports_capture() is false)");
 }
 
+void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                   const KeyArg& key) {
+  const std::size_t words = 3 * static_cast<std::size_t>(a.limbs) * c.context().ring_degree();
+  const std::shared_ptr<Buffer> product = allocate(words * sizeof(std::uint64_t));
+  const PolyArg tensor{product.get(), 3, a.limbs};
+  multiply(c, tensor, a, b);
+  relinearize(c, out, tensor, key);
+}
+
 std::unique_ptr<Recording> Backend::end_capture() {
   throw StateError("backend '" + name() + "' end_capture: no capture is in progress");
 }

@@ -279,35 +279,53 @@ Ciphertext Engine::sum(std::span<const Ciphertext> values) const {
 
 // ---- multiplication ----
 
-Ciphertext Engine::multiply(const Ciphertext& a, const Ciphertext& b) const {
-  check_own(a, "multiply");
-  check_own(b, "multiply");
-  require_components("multiply", a.state, 2);
-  require_components("multiply", b.state, 2);
-  require_ntt("multiply", a.state);
-  require_ntt("multiply", b.state);
-  require_same_level("multiply", a.state, b.state);
+ValueState Engine::multiply_state(const char* what, const Ciphertext& a, const Ciphertext& b) const {
+  check_own(a, what);
+  check_own(b, what);
+  require_components(what, a.state, 2);
+  require_components(what, b.state, 2);
+  require_ntt(what, a.state);
+  require_ntt(what, b.state);
+  require_same_level(what, a.state, b.state);
   ValueState s = a.state;
   s.components = 3;
   s.scale = a.state.scale * b.state.scale;
-  Ciphertext out = make_ciphertext(s);
+  return s;
+}
+
+Ciphertext Engine::multiply(const Ciphertext& a, const Ciphertext& b) const {
+  Ciphertext out = make_ciphertext(multiply_state("multiply", a, b));
   backend_->multiply(*prepared_, arg(out), arg(a), arg(b));
   return out;
+}
+
+void Engine::check_relin_key(const RelinKey& key, const char* what) const {
+  if (!key.buffer) throw MissingKeyError(std::string(what) + ": no relinearization key was provided");
+  if (key.context_id != context_->id()) {
+    throw StateError(std::string(what) + ": relinearization key belongs to context " + std::to_string(key.context_id) +
+                     ", expected context " + std::to_string(context_->id()));
+  }
 }
 
 Ciphertext Engine::relinearize(const Ciphertext& a, const RelinKey& key) const {
   check_own(a, "relinearize");
   require_components("relinearize", a.state, 3);
   require_ntt("relinearize", a.state);
-  if (!key.buffer) throw MissingKeyError("relinearize: no relinearization key was provided");
-  if (key.context_id != context_->id()) {
-    throw StateError("relinearize: relinearization key belongs to context " + std::to_string(key.context_id) +
-                     ", expected context " + std::to_string(context_->id()));
-  }
+  check_relin_key(key, "relinearize");
   ValueState s = a.state;
   s.components = 2;
   Ciphertext out = make_ciphertext(s);
   backend_->relinearize(*prepared_, arg(out), arg(a), arg(key));
+  return out;
+}
+
+Ciphertext Engine::multiply_relinearize(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const {
+  const ValueState product = multiply_state("multiply_relinearize", a, b);
+  check_relin_key(key, "multiply_relinearize");
+  ValueState s = product;
+  s.components = 2;
+  Ciphertext out = make_ciphertext(s);
+  backend_->multiply_relinearize(*prepared_, arg(out), arg(a), arg(b), arg(key));
   return out;
 }
 
@@ -495,7 +513,7 @@ Ciphertext Engine::to_coefficient(const Ciphertext& a) const {
 }
 
 Ciphertext Engine::multiply_relinearize_rescale(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const {
-  return rescale(relinearize(multiply(a, b), key));
+  return rescale(multiply_relinearize(a, b, key));
 }
 
 }  // namespace fhelium

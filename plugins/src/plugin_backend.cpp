@@ -330,6 +330,15 @@ class PluginBackend final : public Backend {
     args.key = key(k);
     call(instance_->api().relinearize, "relinearize", args);
   }
+  void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                            const KeyArg& k) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, multiply_relinearize) + sizeof(api.multiply_relinearize);
+    if (!has || api.multiply_relinearize == nullptr) return Backend::multiply_relinearize(c, out, a, b, k);
+    FheliumOpArgs args = op(c, out, a, &b);
+    args.key = key(k);
+    call(api.multiply_relinearize, "multiply_relinearize", args);
+  }
   void rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a, std::uint32_t element,
               const KeyArg& k) override {
     FheliumOpArgs args = op(c, out, a);

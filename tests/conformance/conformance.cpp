@@ -504,6 +504,10 @@ std::vector<CaseDef> make_cases(int level) {
   def(
       "relinearize", [](Side& s, T t, P) { return single(s.get(s.engine.relinearize(s.ct(t.product), s.rk))); },
       [=](T t) { return one(zip(t.a, t.b, times)); });
+  def(
+      "multiply_relinearize",
+      [](Side& s, T t, P) { return single(s.get(s.engine.multiply_relinearize(s.ct(t.ha), s.ct(t.hb), s.rk))); },
+      [=](T t) { return one(zip(t.a, t.b, times)); });
   if (level >= 1) {
     def(
         "rescale", [](Side& s, T t, P) { return single(s.get(s.engine.rescale(s.ct(t.relinearized)))); },
@@ -646,6 +650,11 @@ std::vector<CaseDef> make_cases(int level) {
   direct("relinearize", [=](DirectCall& d, Side& s, T t) {
     const auto a = d.input(t.product);
     d.backend().relinearize(d.prepared(), d.output(with_state(t.ha, 2, t.level, Domain::ntt)), a, d.key(s.rk));
+  });
+  direct("multiply_relinearize", [=](DirectCall& d, Side& s, T t) {
+    const auto a = d.input(t.ha), b = d.input(t.hb);
+    d.backend().multiply_relinearize(d.prepared(), d.output(with_state(t.ha, 2, t.level, Domain::ntt)), a, b,
+                                     d.key(s.rk));
   });
   direct("rotate(5)", [=](DirectCall& d, Side& s, T t) {
     const auto a = d.input(t.ha);

@@ -45,6 +45,10 @@ TEST_F(EngineErrors, MismatchedContexts) {
   expect_error<StateError>([&] { f.engine.add(top, foreign); }, {"context", "expected context"});
   expect_error<StateError>([&] { f.engine.relinearize(f.engine.multiply(top, top), g.relin_key()); },
                            {"relinearization key belongs to context"});
+  expect_error<StateError>([&] { f.engine.multiply_relinearize(top, top, g.relin_key()); },
+                           {"multiply_relinearize", "relinearization key belongs to context"});
+  expect_error<StateError>([&] { f.engine.multiply_relinearize(top, foreign, f.relin_key()); },
+                           {"multiply_relinearize", "context"});
 }
 
 TEST_F(EngineErrors, MismatchedDomains) {
@@ -61,11 +65,15 @@ TEST_F(EngineErrors, MismatchedComponentCounts) {
   expect_error<StateError>([&] { f.engine.add(top, three); }, {"3 components, expected 2"});
   expect_error<StateError>([&] { f.engine.relinearize(top, f.relin_key()); }, {"2 components, expected 3"});
   expect_error<StateError>([&] { f.engine.multiply(three, top); }, {"3 components, expected 2"});
+  expect_error<StateError>([&] { f.engine.multiply_relinearize(top, three, f.relin_key()); },
+                           {"multiply_relinearize", "3 components, expected 2"});
 }
 
 TEST_F(EngineErrors, MissingKeys) {
   expect_error<MissingKeyError>([&] { f.engine.relinearize(f.engine.multiply(top, top), RelinKey{}); },
                                 {"no relinearization key"});
+  expect_error<MissingKeyError>([&] { f.engine.multiply_relinearize(top, top, RelinKey{}); },
+                                {"multiply_relinearize", "no relinearization key"});
   const auto keys = f.galois_keys({1});
   expect_error<MissingKeyError>([&] { f.engine.rotate(top, 6, keys); }, {"rotation step 6", "missing steps 2, 4"});
   expect_error<MissingKeyError>([&] { f.engine.conjugate(top, keys); }, {"conjugation"});

@@ -98,6 +98,12 @@ TEST_P(EngineTest, MultiplyRelinearizeRescale) {
   EXPECT_LT(max_error(expected, f->decrypt(rescaled)), tolerance);
   const auto helper = f->engine.multiply_relinearize_rescale(ca, cb, rk);
   EXPECT_EQ(f->engine.download(helper).data, f->engine.download(rescaled).data);
+  // The one-call form: the same residues and state as the two calls.
+  const auto fused = f->engine.multiply_relinearize(ca, cb, rk);
+  EXPECT_EQ(fused.state.components, 2);
+  EXPECT_EQ(fused.state.level, level());
+  EXPECT_EQ(fused.state.scale, relin.state.scale);
+  EXPECT_EQ(f->engine.download(fused).data, f->engine.download(relin).data);
 }
 
 TEST_P(EngineTest, MultiplyPlainScalarInteger) {

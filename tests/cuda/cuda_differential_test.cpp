@@ -264,6 +264,8 @@ TEST_P(CudaDifferential, EveryOperationBitExact) {
   const KeyArg rk{w.gpu_rk.buffer.get(), w.gpu_rk.digits};
   check("relinearize", w.cpu.relinearize(product, w.cpu_rk), 2, limbs,
         [&](const PolyArg& o) { gpu.relinearize(gctx, o, a3, rk); });
+  check("multiply_relinearize", w.cpu.relinearize(product, w.cpu_rk), 2, limbs,
+        [&](const PolyArg& o) { gpu.multiply_relinearize(gctx, o, a, b, rk); });
   for (std::size_t r = 0; r < w.elements.size(); ++r) {
     const std::uint32_t g = w.elements[r];
     const SwitchKey& key = w.gpu_gk.keys.at(g);

@@ -1,4 +1,4 @@
-// A plugin as built against ABI 1.0: the same table, version 1.0, and an
+// A plugin as built against ABI 1.0: the table up to rotate_hoisted, version 1.0, and an
 // extension chain of DEVICE_INFO only (no STREAMS). Its C++ backend could
 // capture (it forwards to the CPU backend), but nothing carries that across.
 #include "forwarding_backend.hpp"
@@ -18,6 +18,7 @@ extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fheli
   static const FheliumBackendApi api = [] {
     FheliumBackendApi a = *Sdk::table("abi10", "1.0.0");
     a.abi_minor = 0;
+    a.struct_size = offsetof(FheliumBackendApi, multiply_relinearize);  // the 1.0 table ends at rotate_hoisted
     a.extension_start = &device_info.base;
     return a;
   }();

@@ -38,6 +38,14 @@ TEST(PluginLoader, LoadsCpuByNameAndMatchesTheInProcessBackend) {
     return e.download(e.rotate(e.rescale(e.relinearize(e.multiply(e.add(a, b), b), rk)), 3, gk)).data;
   };
   EXPECT_EQ(run(plugin_engine.engine), run(f.engine));
+  // multiply_relinearize crosses the boundary as one call (ABI 1.2).
+  const auto product = [&](Engine& e, bool fused) {
+    const auto a = e.upload_ciphertext(host_a);
+    const auto b = e.upload_ciphertext(host_b);
+    const auto rk = e.upload_relinearization_key(relin);
+    return e.download(fused ? e.multiply_relinearize(a, b, rk) : e.relinearize(e.multiply(a, b), rk)).data;
+  };
+  EXPECT_EQ(product(plugin_engine.engine, true), product(f.engine, false));
 }
 
 TEST(PluginLoader, NotFoundListsWhereItLooked) {

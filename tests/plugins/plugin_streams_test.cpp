@@ -238,6 +238,11 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   backend->synchronize_event(*event);
   const Ciphertext ref = f.engine.upload_ciphertext(host);
   EXPECT_EQ(e.download(e.add(a, b)).data, f.engine.download(f.engine.add(ref, ref)).data);
+  // A 1.0 table has no multiply_relinearize: the host runs the two calls.
+  const auto relin = f.keygen.relinearization_key(f.sk);
+  const Ciphertext fused = e.multiply_relinearize(a, a, e.upload_relinearization_key(relin));
+  const RelinKey ref_rk = f.engine.upload_relinearization_key(relin);
+  EXPECT_EQ(e.download(fused).data, f.engine.download(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk)).data);
 }
 
 }  // namespace

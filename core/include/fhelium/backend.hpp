@@ -142,6 +142,12 @@ class Backend {
 
   // (c0, c1, c2) -> (c0, c1) + KeySwitch(c2); NTT domain.
   virtual void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) = 0;
+  // relinearize(multiply(a, b)): (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0)
+  // + KeySwitch(a1 b1); NTT domain, the same residues as the two calls. The
+  // default runs the two through a temporary; a backend may fuse them (the
+  // product never stored). out may not alias a or b.
+  virtual void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                    const KeyArg& key);
   // (c0, c1) -> (g(c0), 0) + KeySwitch(g(c1)) for X -> X^g; NTT domain.
   virtual void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a,
                       std::uint32_t galois_element, const KeyArg& key) = 0;

@@ -74,6 +74,8 @@ class Engine {
   // Multiplication.
   Ciphertext multiply(const Ciphertext& a, const Ciphertext& b) const;       // 3 components
   Ciphertext relinearize(const Ciphertext& a, const RelinKey& key) const;    // 3 -> 2
+  // relinearize(multiply(a, b)) in one backend call (fused where the backend can).
+  Ciphertext multiply_relinearize(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const;
   Ciphertext multiply_plain(const Ciphertext& a, const Plaintext& p) const;  // scales multiply
   // Multiplies by round(value * scalar_scale); the result's scale is a.scale * scalar_scale.
   Ciphertext multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const;
@@ -105,6 +107,9 @@ class Engine {
 
  private:
   Ciphertext make_ciphertext(const ValueState& state) const;
+  // The checked state of multiply(a, b) (3 components), for `what`.
+  ValueState multiply_state(const char* what, const Ciphertext& a, const Ciphertext& b) const;
+  void check_relin_key(const RelinKey& key, const char* what) const;
   Ciphertext rotate_by_element(const Ciphertext& a, std::uint32_t element, const GaloisKeys& keys) const;
   const SwitchKey& galois_key(const GaloisKeys& keys, std::uint32_t element, long step) const;
   void check_own(const Value& v, const char* what) const;

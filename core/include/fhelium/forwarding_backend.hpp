@@ -1,6 +1,8 @@
 // A Backend that forwards every operation to another one: the base for
 // decorators (poisoning, fault injection in tests, tracing) and for a new
-// backend written one operation at a time.
+// backend written one operation at a time. multiply_relinearize is not
+// forwarded: its default calls this->multiply and this->relinearize, so a
+// decorator's overrides (recording, buffers of its own) see both halves.
 #pragma once
 
 #include <memory>

@@ -17,7 +17,8 @@
  *    FheliumExtension); a host finds the ones it knows by walking the chain.
  *
  * History: 1.0 the table and FHELIUM_EXTENSION_DEVICE_INFO; 1.1 adds
- * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture).
+ * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture);
+ * 1.2 appends multiply_relinearize to the table.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -36,7 +37,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 1
+#define FHELIUM_ABI_MINOR 2
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -264,6 +265,9 @@ typedef struct FheliumBackendApi {
   FheliumOpFn relinearize;         /* a, key */
   FheliumOpFn rotate;              /* a, galois_element, key */
   FheliumOpFn rotate_hoisted;      /* a, outs, galois_elements, keys, count (out unused) */
+  /* ABI 1.2: relinearize(multiply(a, b)), fused where the plugin can. NULL
+   * (or an older table): the host runs multiply and relinearize. */
+  FheliumOpFn multiply_relinearize; /* a, b, key */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);
