@@ -275,6 +275,11 @@ void RecordingBackend::relinearize(const BackendContext& c, const PolyArg& out, 
                                    const KeyArg& key) {
   issue([this, &c, out, a, key] { inner().relinearize(c, out, a, key); });
 }
+
+void RecordingBackend::multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                            const PolyArg& b, const KeyArg& key) {
+  issue([this, &c, out, a, b, key] { inner().multiply_relinearize(c, out, a, b, key); });
+}
 void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                               std::uint32_t galois_element, const KeyArg& key) {
   issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });

@@ -165,6 +165,11 @@ class PoisoningBackend final : public ForwardingBackend {
     if (bytes > 0) inner().upload(*buffer, poison_.data(), bytes);
     return buffer;
   }
+  // The backend's own version (ForwardingBackend's default would run its multiply and relinearize).
+  void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                            const KeyArg& key) override {
+    inner().multiply_relinearize(c, out, a, b, key);
+  }
 
  private:
   std::vector<u64> poison_;

@@ -46,6 +46,13 @@ class SkipRescaleBackend final : public BrokenBackend {
   void rescale(const BackendContext&, const PolyArg&, const PolyArg&) override {}
 };
 
+// Never writes multiply_relinearize's output (multiply and relinearize are fine).
+class SkipMultiplyRelinearizeBackend final : public BrokenBackend {
+ public:
+  void multiply_relinearize(const BackendContext&, const PolyArg&, const PolyArg&, const PolyArg&,
+                            const KeyArg&) override {}
+};
+
 // negate fails the way a device error would.
 class ThrowingNegateBackend final : public BrokenBackend {
  public:
@@ -117,6 +124,22 @@ TEST(Conformance, CorruptedRotationFailsOnlyRotations) {
   const auto* add = find_case(results, "N4096/L3/K1/level3/add");
   ASSERT_NE(add, nullptr);
   EXPECT_TRUE(add->passed);
+}
+
+// The suite calls the backend's own multiply_relinearize (a fused version is
+// checked, not the default's multiply then relinearize).
+TEST(Conformance, UnwrittenMultiplyRelinearizeOutputFails) {
+  const auto results = run_conformance(std::make_shared<SkipMultiplyRelinearizeBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) EXPECT_TRUE(contains(r.name, "multiply_relinearize")) << r.name << ": " << r.detail;
+  const auto* direct = find_case(results, "N4096/L3/K1/level3/direct:multiply_relinearize");
+  ASSERT_NE(direct, nullptr);
+  EXPECT_FALSE(direct->passed);
+  EXPECT_TRUE(contains(direct->detail, "never written")) << direct->detail;
+  const auto* relinearize = find_case(results, "N4096/L3/K1/level3/relinearize");
+  ASSERT_NE(relinearize, nullptr);
+  EXPECT_TRUE(relinearize->passed) << relinearize->detail;
 }
 
 TEST(Conformance, UnwrittenRescaleOutputFails) {

@@ -38,7 +38,8 @@ TEST(PluginLoader, LoadsCpuByNameAndMatchesTheInProcessBackend) {
     return e.download(e.rotate(e.rescale(e.relinearize(e.multiply(e.add(a, b), b), rk)), 3, gk)).data;
   };
   EXPECT_EQ(run(plugin_engine.engine), run(f.engine));
-  // multiply_relinearize crosses the boundary as one call (ABI 1.2).
+  // multiply_relinearize through the plugin's table entry (ABI 1.2; the
+  // throwing plugin's test shows the entry, not multiply + relinearize, is called).
   const auto product = [&](Engine& e, bool fused) {
     const auto a = e.upload_ciphertext(host_a);
     const auto b = e.upload_ciphertext(host_b);
@@ -122,6 +123,9 @@ TEST(PluginLoader, ExceptionsInsideThePluginAreCaughtAtTheBoundary) {
       f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 1, f.scale()), f.pk));
   expect_contains(error_of<BackendError>([&] { throwing.engine.add(a, a); }), {"throwing backend", "boom inside add"});
   expect_contains(error_of<BackendError>([&] { throwing.engine.negate(a); }), {"unknown exception inside the plugin"});
+  const RelinKey rk = throwing.engine.upload_relinearization_key(f.keygen.relinearization_key(f.sk));
+  expect_contains(error_of<BackendError>([&] { throwing.engine.multiply_relinearize(a, a, rk); }),
+                  {"multiply_relinearize", "boom inside multiply_relinearize"});
   // The backend stays usable.
   EXPECT_NO_THROW(throwing.engine.sub(a, a));
 }

@@ -1,4 +1,6 @@
-// A plugin whose operations throw: a std exception in add, a non-std one in negate.
+// A plugin whose operations throw: a std exception in add and in
+// multiply_relinearize (ABI 1.2: the host calls the table's entry, not
+// multiply then relinearize), a non-std one in negate.
 #include "forwarding_backend.hpp"
 #include "fhelium/plugin_sdk.hpp"
 
@@ -12,6 +14,10 @@ class Throwing final : public fhelium::test::ForwardingBackend {
     throw std::runtime_error("boom inside add");
   }
   void negate(const fhelium::BackendContext&, const fhelium::PolyArg&, const fhelium::PolyArg&) override { throw 42; }
+  void multiply_relinearize(const fhelium::BackendContext&, const fhelium::PolyArg&, const fhelium::PolyArg&,
+                            const fhelium::PolyArg&, const fhelium::KeyArg&) override {
+    throw std::runtime_error("boom inside multiply_relinearize");
+  }
 };
 
 std::shared_ptr<fhelium::Backend> make(int) { return std::make_shared<Throwing>(); }

@@ -2,7 +2,9 @@
 // decorators (poisoning, fault injection in tests, tracing) and for a new
 // backend written one operation at a time. multiply_relinearize is not
 // forwarded: its default calls this->multiply and this->relinearize, so a
-// decorator's overrides (recording, buffers of its own) see both halves.
+// decorator's overrides (buffers of its own, a replaced operation) see both
+// halves; a decorator that only observes (recording, poisoning) forwards it
+// to inner() itself.
 #pragma once
 
 #include <memory>

@@ -52,6 +52,9 @@ class RecordingBackend final : public ForwardingBackend {
   void rescale(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void drop_limbs(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) override;
+  // Recorded as one call, so the inner backend's own (fused) version replays.
+  void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                            const KeyArg& key) override;
   void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override;
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
