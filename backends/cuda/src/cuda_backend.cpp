@@ -328,6 +328,52 @@ class CudaBackend final : public Backend {
     });
   }
 
+  // The 3-component product is never stored: (a0 b0, a0 b1 + a1 b0) goes
+  // straight to `out` on the side stream, beside the key switch of a1 b1,
+  // which ModUp's first kernel computes as it loads it (keeping a copy in the
+  // workspace for the inner product); ModDown adds its result to `out` in
+  // place once the side stream has joined. Eager at N <= 2^15 only: at 2^14
+  // it saves 4 us against the two calls, but inside a captured graph (ours or
+  // the caller's capture of our stream) the branch costs 8 us more than it
+  // saves, and at 2^16 it gains nothing (docs/perf/cuda.md, v14); there the
+  // two calls run.
+  void multiply_relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                            const KeyArg& key) override {
+    if (runtime_->stream_capturing() || bc.context().ring_degree() > (1u << 15)) {
+      return Backend::multiply_relinearize(bc, out, a, b, key);
+    }
+    guarded("multiply_relinearize", [&] {
+      Op op(*this, bc, "multiply_relinearize");
+      const kernels::Poly pa = op.poly(a);
+      const kernels::Poly pb = op.poly(b);
+      const kernels::Poly o = op.poly(out);
+      if (pa.components != 2 || pb.components != 2 || o.components != 2 || pb.limbs != pa.limbs ||
+          o.limbs != pa.limbs) {
+        throw BackendError("cuda multiply_relinearize: operands of " + std::to_string(pa.components) + " and " +
+                           std::to_string(pb.components) + " components (" + std::to_string(pa.limbs) + " and " +
+                           std::to_string(pb.limbs) + " limbs) into " + std::to_string(o.components) +
+                           " components (" + std::to_string(o.limbs) +
+                           " limbs), expected 2, 2 and 2 components of equal limbs");
+      }
+      const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
+      const u64* k = op.key(key);
+      const kernels::KeySwitchWork& work = op.ctx.work();
+      const std::size_t poly = static_cast<std::size_t>(pa.limbs) * op.launch.n;
+      runtime_->fork();
+      kernels::Launch side = op.launch;
+      side.stream = runtime_->side_stream();
+      kernels::multiply_linear(side, o, pa, pb);
+      runtime_->record_join();
+      const kernels::Tensor tensor{pa.data + poly, pb.data + poly, work.converted};
+      if (!kernels::mod_up_inner_product(op.launch, ks, work, tensor.d2, k, 0, &tensor)) {
+        kernels::mod_up(op.launch, ks, work, tensor.d2, 0, &tensor);
+        kernels::inner_product(op.launch, ks, work, tensor.d2, k, 0, 0);
+      }
+      runtime_->join();
+      kernels::mod_down(op.launch, ks, work, o.data, o.data, 0, o.data + poly, o.data + poly);
+    });
+  }
+
   void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override {
     guarded("rotate", [&] {

@@ -121,9 +121,10 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   for (int limb = 0; limb < key_limbs; ++limb) {
     const Modulus& m = c.key_modulus(limb);
     const NttTable& t = c.ntt(limb);
-    primes.insert(primes.end(), {m.value, m.ratio_lo, m.ratio_hi, t.inverse_n(), t.inverse_n_shoup()});
+    const u64 inverse_bits = std::bit_cast<u64>(1.0 / static_cast<double>(m.value));
+    primes.insert(primes.end(), {m.value, m.ratio_lo, m.ratio_hi, t.inverse_n(), t.inverse_n_shoup(), inverse_bits});
   }
-  static_assert(sizeof(DevPrime) == 5 * sizeof(u64));
+  static_assert(sizeof(DevPrime) == 6 * sizeof(u64));
   const std::size_t primes_at = blob.add(primes);
 
   struct LevelOffsets {

@@ -45,6 +45,14 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   int device() const { return device_; }
   const std::string& device_name() const { return name_; }
   cudaStream_t stream() const { return stream_; }
+  // A second stream for work beside the main stream's within one operation:
+  // fork() makes it wait for the main stream's work so far, record_join()
+  // marks its own work so far, join() makes the main stream wait for that.
+  // (Capturable: the side stream joins a capture through the fork.)
+  cudaStream_t side_stream() const { return side_stream_; }
+  void fork();
+  void record_join();
+  void join();
   // Makes this runtime's device current on the calling thread.
   void activate() const;
 
@@ -70,6 +78,9 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
 
   // ---- capture of the stream ----
   bool capturing() const noexcept { return capturing_.load(std::memory_order_acquire); }
+  // Whether the stream is being captured by anyone (begin_capture, or a
+  // caller's cudaStreamBeginCapture on stream()).
+  bool stream_capturing() const;
   // Throws StateError naming `call` while capturing.
   void refuse_during_capture(const char* call) const;
   // cudaStreamBeginCapture (relaxed mode) with a new arena. StateError when
@@ -102,6 +113,9 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   int device_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t side_stream_ = nullptr;
+  cudaEvent_t fork_event_ = nullptr;
+  cudaEvent_t join_event_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   std::array<void*, 2> staging_{};
   std::array<cudaEvent_t, 2> staging_done_{};

@@ -10,13 +10,14 @@ using u64 = std::uint64_t;
 using u32 = std::uint32_t;
 
 // One prime of the key basis (Q primes 0..L, then P primes) with its Barrett
-// constant floor(2^128 / q) and the NTT's n^-1.
+// constant floor(2^128 / q), the NTT's n^-1 and the bits of the double 1 / q.
 struct DevPrime {
   u64 value;
   u64 ratio_lo;
   u64 ratio_hi;
   u64 inv_n;
   u64 inv_n_shoup;
+  u64 inverse_bits;
 };
 
 // A twiddle and its Shoup constant, read with one 16-byte load.

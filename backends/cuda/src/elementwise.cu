@@ -107,7 +107,9 @@ __global__ void __launch_bounds__(threads)
   store2(out + at, make_ulonglong2(mul_mod(x.x, y.x, prime), mul_mod(x.y, y.y, prime)));
 }
 
-// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); blockIdx.y = limb.
+// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1), or without a1 b1
+// when !THIRD (multiply_relinearize's part beside the key switch); blockIdx.y = limb.
+template <bool THIRD>
 __global__ void __launch_bounds__(threads)
     multiply_kernel(u64* out, const u64* a, const u64* b, u32 n, int limbs, int out_limbs, const DevPrime* primes) {
   const int limb = static_cast<int>(blockIdx.y);
@@ -121,19 +123,18 @@ __global__ void __launch_bounds__(threads)
   const ulonglong2 b1 = load2(b + c1);
   const std::size_t o0 = static_cast<std::size_t>(limb) * n + k;
   const std::size_t o1 = o0 + static_cast<std::size_t>(out_limbs) * n;
-  const std::size_t o2 = o1 + static_cast<std::size_t>(out_limbs) * n;
   U128 x;
   U128 y;
   mul_add(x, a0.x, b1.x);
   mul_add(x, a1.x, b0.x);
   mul_add(y, a0.y, b1.y);
   mul_add(y, a1.y, b0.y);
-  const ulonglong2 d0 = make_ulonglong2(mul_mod(a0.x, b0.x, prime), mul_mod(a0.y, b0.y, prime));
-  const ulonglong2 d1 = make_ulonglong2(reduce128(x, prime), reduce128(y, prime));
-  const ulonglong2 d2 = make_ulonglong2(mul_mod(a1.x, b1.x, prime), mul_mod(a1.y, b1.y, prime));
-  store2(out + o0, d0);
-  store2(out + o1, d1);
-  store2(out + o2, d2);
+  store2(out + o0, make_ulonglong2(mul_mod(a0.x, b0.x, prime), mul_mod(a0.y, b0.y, prime)));
+  store2(out + o1, make_ulonglong2(reduce128(x, prime), reduce128(y, prime)));
+  if constexpr (THIRD) {
+    const std::size_t o2 = o1 + static_cast<std::size_t>(out_limbs) * n;
+    store2(out + o2, make_ulonglong2(mul_mod(a1.x, b1.x, prime), mul_mod(a1.y, b1.y, prime)));
+  }
 }
 
 template <class Kernel>
@@ -190,9 +191,15 @@ void multiply_plain(const Launch& l, Poly out, Poly a, Poly p) {
 }
 
 void multiply(const Launch& l, Poly out, Poly a, Poly b) {
-  multiply_kernel<<<grid_for(l.n, out.limbs), threads, 0, l.stream>>>(out.data, a.data, b.data, l.n, a.limbs,
-                                                                      out.limbs, l.tables.primes);
+  multiply_kernel<true><<<grid_for(l.n, out.limbs), threads, 0, l.stream>>>(out.data, a.data, b.data, l.n, a.limbs,
+                                                                            out.limbs, l.tables.primes);
   check_launch("multiply");
+}
+
+void multiply_linear(const Launch& l, Poly out, Poly a, Poly b) {
+  multiply_kernel<false><<<grid_for(l.n, out.limbs), threads, 0, l.stream>>>(out.data, a.data, b.data, l.n, a.limbs,
+                                                                             out.limbs, l.tables.primes);
+  check_launch("multiply_linear");
 }
 
 void copy_limbs(const Launch& l, Poly out, Poly a) {

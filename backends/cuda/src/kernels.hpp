@@ -37,6 +37,8 @@ void multiply_constant(const Launch& l, Poly out, Poly a, std::span<const u64> r
                        std::span<const u64> residues_shoup);
 void multiply_plain(const Launch& l, Poly out, Poly a, Poly p);
 void multiply(const Launch& l, Poly out, Poly a, Poly b);
+// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0): multiply's first two components.
+void multiply_linear(const Launch& l, Poly out, Poly a, Poly b);
 // The first out.limbs limbs of every component of a.
 void copy_limbs(const Launch& l, Poly out, Poly a);
 
@@ -56,9 +58,21 @@ struct KeySwitchWork {
   u64* converted;     // 2 x (L + 1) x n
 };
 
+// The second components a1, b1 (level + 1 limbs each, NTT domain) of a
+// multiply + relinearize: key switching takes d = a1 b1, computed as ModUp's
+// first kernel loads it and stored to `d2` (level + 1 limbs) for the inner
+// product, which reads d = d2.
+struct Tensor {
+  const u64* a1;
+  const u64* b1;
+  u64* d2;
+};
+
 // Extends d (NTT domain, level + 1 limbs; read through X -> X^g unless
 // galois_element is 0) to every digit's other primes (into work.extended).
-void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element);
+// With a tensor, d is tensor->d2 and galois_element 0.
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+            const Tensor* tensor = nullptr);
 // work.accumulators = sum over digits of extended_j times the key's digit j.
 // The digits' own limbs are read from d (level + 1 limbs, NTT domain). The
 // extended digits are read through X -> X^extended_galois and d through
@@ -70,7 +84,7 @@ void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork
 // the shape allows (one prime per digit, at most 8 digits, 2^11..2^15);
 // returns false, having launched nothing, otherwise.
 bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                          const u64* key, u32 galois_element);
+                          const u64* key, u32 galois_element, const Tensor* tensor = nullptr);
 // out_c = ModDown(accumulator_c) + add_c, c = 0, 1 (add_c may be null; add0
 // is read through the automorphism of add0_galois unless it is 0).
 void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,

@@ -48,6 +48,40 @@ struct PermutedBatch {
   __device__ void store(int b, u32 pos, u64 v, Aux) const { out[static_cast<std::size_t>(b) * n + pos] = v; }
 };
 
+// x y mod p for canonical x, y: in double precision below fp_limit (as the
+// NTT's FpArith: about 14 FP64 instructions), else with 128-bit Barrett
+// (about 35 integer ones): a1 b1 is computed inside a latency-bound
+// transform kernel, where that difference shows.
+__device__ __forceinline__ u64 product_mod(u64 x, u64 y, const DevPrime& p, u64 fp_limit) {
+  if (p.value >= fp_limit) return mul_mod(x, y, p);
+  const ntt::FpArith f(ntt::FpArith::from_bits(p.value), __longlong_as_double(static_cast<long long>(p.inverse_bits)));
+  return f.canonical(f.mul_reduce(f.from_word(x), f.from_word(y)));
+}
+
+// ModUp's input a1 b1 of a multiply + relinearize, computed as it is loaded
+// and stored to d2 (every word is loaded exactly once) for the inner product.
+struct TensorBatch {
+  const u64* a1;
+  const u64* b1;
+  u64* d2;
+  u64* out;
+  const DevPrime* primes;
+  u64 fp_limit;
+  u32 n;
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return b; }
+  __device__ u64 load(int b, u32 pos) const {
+    const std::size_t i = static_cast<std::size_t>(b) * n + pos;
+    const u64 v = product_mod(a1[i], b1[i], primes[b], fp_limit);
+    d2[i] = v;
+    return v;
+  }
+  __device__ u64* inter(int b) const { return out + static_cast<std::size_t>(b) * n; }
+  struct Aux {};
+  __device__ Aux fetch(int, u32) const { return {}; }
+  __device__ void store(int b, u32 pos, u64 v, Aux) const { out[static_cast<std::size_t>(b) * n + pos] = v; }
+};
+
 // Two coefficients per thread, blockDim.x apart (both accesses coalesce).
 template <int MAX_FROM>
 __global__ void __launch_bounds__(threads)
@@ -417,7 +451,8 @@ __global__ void __launch_bounds__(threads)
 }
 
 // NTT of the converted limbs (b = poly x (l + 1) + i) with the final step in its store:
-// out_poly[i] = (acc_poly[i] - conv) * P^-1 + add_poly[i].
+// out_poly[i] = (acc_poly[i] - conv) * P^-1 + add_poly[i] (add_poly may be
+// out_poly: each word is read before it is written, by the same thread).
 struct ModDownBatch {
   u64* converted;
   const u64* accumulators;
@@ -499,12 +534,18 @@ int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
 }  // namespace
 
 namespace {
+TensorBatch tensor_batch(const Launch& l, const Tensor& t, u64* out) {
+  return {t.a1, t.b1, t.d2, out, l.tables.primes, l.tables.fp_limit, l.n};
+}
+
 // ModUp's first two launches on the fused path: INTT tiles, (INTT columns, lift, NTT columns).
 void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                    u32 galois_element) {
+                    u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
-  if (galois_element == 0) {
+  if (tensor != nullptr) {
+    ntt::inverse_tiles_only(l.tables, tensor_batch(l, *tensor, work.coefficients), limbs, l.stream);
+  } else if (galois_element == 0) {
     ntt::inverse_tiles_only(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
   } else {
     const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
@@ -517,12 +558,12 @@ void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
 }  // namespace
 
 bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                          const u64* key, u32 galois_element) {
+                          const u64* key, u32 galois_element, const Tensor* tensor) {
   if (ks.alpha != 1 || !ntt::fuse_columns(l.tables.log_n) || ntt::shape_for(l.tables.log_n).log_tile != tip_log_tile ||
       ks.digits < 1 || ks.digits > 8 || ks.digits != ks.level + 1 || fused_inner_product_disabled()) {
     return false;
   }
-  mod_up_columns(l, ks, work, d, galois_element);
+  mod_up_columns(l, ks, work, d, galois_element, tensor);
   const int slots = slots_of(ks);
   const TileInnerProduct args{work.extended, d,  key,      work.accumulators, l.tables.primes, l.n, galois_element,
                               l.tables.log_n, ks.level, l.max_level, slots, l.max_level + 1 + ks.specials};
@@ -548,17 +589,20 @@ bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwi
   return true;
 }
 
-void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element) {
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+            const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
   const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
   if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
     // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
-    mod_up_columns(l, ks, work, d, galois_element);
+    mod_up_columns(l, ks, work, d, galois_element, tensor);
     ntt::forward_tiles_only(l.tables, batch, ks.digits * slots, l.stream);
     return;
   }
-  if (galois_element == 0) {
+  if (tensor != nullptr) {
+    ntt::inverse(l.tables, tensor_batch(l, *tensor, work.coefficients), limbs, l.stream);
+  } else if (galois_element == 0) {
     ntt::inverse(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
   } else {
     const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
