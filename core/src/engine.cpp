@@ -320,9 +320,8 @@ Ciphertext Engine::relinearize(const Ciphertext& a, const RelinKey& key) const {
 }
 
 Ciphertext Engine::multiply_relinearize(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const {
-  const ValueState product = multiply_state("multiply_relinearize", a, b);
+  ValueState s = multiply_state("multiply_relinearize", a, b);
   check_relin_key(key, "multiply_relinearize");
-  ValueState s = product;
   s.components = 2;
   Ciphertext out = make_ciphertext(s);
   backend_->multiply_relinearize(*prepared_, arg(out), arg(a), arg(b), arg(key));

@@ -534,8 +534,18 @@ int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
 }  // namespace
 
 namespace {
-TensorBatch tensor_batch(const Launch& l, const Tensor& t, u64* out) {
-  return {t.a1, t.b1, t.d2, out, l.tables.primes, l.tables.fp_limit, l.n};
+// Calls f with the batch ModUp's inverse NTT reads into work.coefficients:
+// a1 b1 of the tensor, d, or d through X -> X^g.
+template <class F>
+void with_mod_up_input(const Launch& l, const KeySwitchWork& work, const u64* d, int limbs, u32 galois_element,
+                       const Tensor* tensor, F&& f) {
+  if (tensor != nullptr) {
+    f(TensorBatch{tensor->a1, tensor->b1, tensor->d2, work.coefficients, l.tables.primes, l.tables.fp_limit, l.n});
+  } else if (galois_element == 0) {
+    f(ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0});
+  } else {
+    f(PermutedBatch{d, work.coefficients, l.n, galois_element, l.tables.log_n});
+  }
 }
 
 // ModUp's first two launches on the fused path: INTT tiles, (INTT columns, lift, NTT columns).
@@ -543,14 +553,8 @@ void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
                     u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
-  if (tensor != nullptr) {
-    ntt::inverse_tiles_only(l.tables, tensor_batch(l, *tensor, work.coefficients), limbs, l.stream);
-  } else if (galois_element == 0) {
-    ntt::inverse_tiles_only(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
-  } else {
-    const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
-    ntt::inverse_tiles_only(l.tables, permuted, limbs, l.stream);
-  }
+  with_mod_up_input(l, work, d, limbs, galois_element, tensor,
+                    [&](const auto& input) { ntt::inverse_tiles_only(l.tables, input, limbs, l.stream); });
   const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
                              l.n,               slots,         ks.level,  l.max_level};
   ntt::inverse_map_forward(l.tables, columns, ks.digits * (slots - 1), slots - 1, l.stream);
@@ -600,14 +604,8 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
     ntt::forward_tiles_only(l.tables, batch, ks.digits * slots, l.stream);
     return;
   }
-  if (tensor != nullptr) {
-    ntt::inverse(l.tables, tensor_batch(l, *tensor, work.coefficients), limbs, l.stream);
-  } else if (galois_element == 0) {
-    ntt::inverse(l.tables, ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0}, limbs, l.stream);
-  } else {
-    const PermutedBatch permuted{d, work.coefficients, l.n, galois_element, l.tables.log_n};
-    ntt::inverse(l.tables, permuted, limbs, l.stream);
-  }
+  with_mod_up_input(l, work, d, limbs, galois_element, tensor,
+                    [&](const auto& input) { ntt::inverse(l.tables, input, limbs, l.stream); });
   const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(ks.digits));
   // Every digit has |A| <= alpha sources and at most level + specials targets.
   const int smem = converter_smem_words(ks.alpha, ks.level + ks.specials) * static_cast<int>(sizeof(u64));
