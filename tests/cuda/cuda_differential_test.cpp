@@ -347,21 +347,25 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"slots32768_scale40_levels34", 1}),
     case_name);
 
-// Forward and inverse transforms of two components x 3 limbs of random
+// Forward and inverse transforms of 2 components x `limbs` limbs of random
 // residues (each limb's first 64 the largest ones) on the GPU, against the
-// CPU backend, outputs poisoned first.
-void expect_transforms_match(const CkksParameters& params, unsigned seed) {
+// CPU backend, outputs poisoned first. Batches of at most 2 limbs take the
+// one-launch transform at 2^16 (ntt_wide_cluster.cuh), larger ones the
+// two-kernel one.
+void expect_transforms_match(const CkksParameters& params, unsigned seed, int limbs = 3) {
+  constexpr int components = 2;
   const auto context = Context::create(params);
   Engine cpu(context, cpu::make_cpu_backend());
   auto gpu_backend = cuda::make_cuda_backend();
   const auto gctx = gpu_backend->prepare(context);
   const std::size_t n = context->ring_degree();
   HostValue host;
-  host.state = {context->id(), context->word_size(), 2, params.scale, Domain::coefficient, Basis::Q, 2};
+  host.state = {context->id(), context->word_size(), limbs - 1, params.scale, Domain::coefficient, Basis::Q,
+                components};
   host.data.resize(host.state.words(*context));
   std::mt19937_64 gen(seed);
-  for (int comp = 0; comp < 2; ++comp) {
-    for (int limb = 0; limb < 3; ++limb) {
+  for (int comp = 0; comp < components; ++comp) {
+    for (int limb = 0; limb < limbs; ++limb) {
       const u64 q = context->q()[static_cast<std::size_t>(limb)].value;
       u64* x = host.limb(*context, comp, limb);
       for (std::size_t k = 0; k < n; ++k) x[k] = k < 64 ? q - 1 - k % 2 : gen() % q;
@@ -374,12 +378,14 @@ void expect_transforms_match(const CkksParameters& params, unsigned seed) {
   auto out = gpu_backend->allocate(words * sizeof(u64));
   const std::vector<u64> fill(words, poison);
   gpu_backend->upload(*out, fill.data(), words * sizeof(u64));
-  gpu_backend->to_ntt(*gctx, PolyArg{out.get(), 2, 3}, PolyArg{in.get(), 2, 3});
+  const PolyArg in_arg{in.get(), components, limbs};
+  const PolyArg out_arg{out.get(), components, limbs};
+  gpu_backend->to_ntt(*gctx, out_arg, in_arg);
   std::vector<u64> forward(words);
   gpu_backend->download(*out, forward.data(), words * sizeof(u64));
   EXPECT_TRUE(same_residues(cpu.download(cpu.to_ntt(coeff)).data, forward, n)) << "forward";
   gpu_backend->upload(*in, fill.data(), words * sizeof(u64));
-  gpu_backend->to_coefficient(*gctx, PolyArg{in.get(), 2, 3}, PolyArg{out.get(), 2, 3});
+  gpu_backend->to_coefficient(*gctx, in_arg, out_arg);
   std::vector<u64> back(words);
   gpu_backend->download(*in, back.data(), words * sizeof(u64));
   EXPECT_TRUE(same_residues(host.data, back, n)) << "inverse";
@@ -398,6 +404,7 @@ TEST(CudaTransforms, EveryPrimeSizeAroundTheDoublePrecisionLimit) {
       params.p_bits.assign(params.p_bits.size(), bits);
       params.scale = std::ldexp(1.0, bits - 4);
       expect_transforms_match(params, static_cast<unsigned>(bits * 100 + log_n));
+      expect_transforms_match(params, static_cast<unsigned>(bits * 100 + log_n + 1), 1);
     }
   }
 }

@@ -611,8 +611,7 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
   const int smem = converter_smem_words(ks.alpha, ks.level + ks.specials) * static_cast<int>(sizeof(u64));
   dispatch_from(ks.alpha, [&](auto max_from) {
     constexpr int max = decltype(max_from)::value;
-    static std::atomic<unsigned long long> ready{0};
-    ntt::allow_dynamic_smem(mod_up_convert_kernel<max>, smem, ready);
+    ntt::allow_dynamic_smem(mod_up_convert_kernel<max>, smem);
     mod_up_convert_kernel<max>
         <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes,
                                             l.tables.fp_limit);
@@ -673,8 +672,7 @@ void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& wor
   const int smem = converter_smem_words(ks.specials, limbs) * static_cast<int>(sizeof(u64));
   dispatch_from(ks.specials, [&](auto max_from) {
     constexpr int max = decltype(max_from)::value;
-    static std::atomic<unsigned long long> ready{0};
-    ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem, ready);
+    ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem);
     mod_down_convert_kernel<max><<<grid, threads, smem, l.stream>>>(ks.mod_down, work.accumulators, work.converted,
                                                                     l.n, slots, ks.level, l.tables.primes,
                                                                     l.tables.fp_limit);

@@ -30,12 +30,12 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <string>
 
 #include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "device_types.hpp"
+#include "kernel_attributes.hpp"
 #include "modarith.cuh"
 #include "ntt_arith.cuh"
 
@@ -542,17 +542,10 @@ inline Shape shape_for(int log_n) {
   return {12, 1 << (log_n - 12)};
 }
 
-// Raises a kernel's dynamic shared memory limit once per device.
+// Raises a kernel's dynamic shared memory limit to at least `bytes`.
 template <class Kernel>
-void allow_dynamic_smem(Kernel kernel, int bytes, std::atomic<unsigned long long>& devices_done) {
-  if (bytes <= 48 * 1024) return;
-  int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  const unsigned long long bit = 1ull << (device & 63);
-  if (devices_done.load(std::memory_order_acquire) & bit) return;
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
-        "cudaFuncSetAttribute (ntt shared memory)");
-  devices_done.fetch_or(bit, std::memory_order_acq_rel);
+void allow_dynamic_smem(Kernel kernel, int bytes) {
+  allow_dynamic_smem_bytes(reinterpret_cast<const void*>(kernel), bytes);
 }
 
 template <int N1, class Batch>
@@ -572,14 +565,12 @@ template <int LOG_TILE, bool SINGLE, int W, class Batch>
 void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   using T = Tile<LOG_TILE, W>;
   const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
-  static std::atomic<unsigned long long> forward_ready{0};
-  static std::atomic<unsigned long long> inverse_ready{0};
   if (forward) {
-    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes, forward_ready);
+    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes);
     forward_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
     check_launch("ntt forward_tiles");
   } else {
-    allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes, inverse_ready);
+    allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes);
     inverse_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
     check_launch("ntt inverse_tiles");
   }
@@ -632,11 +623,16 @@ void launch_tiles_any(bool forward, int log_tile, const NttTables& t, const Batc
 inline bool cluster_ntt(int log_n);
 template <class Batch>
 void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream);
+// ... and of ntt_wide_cluster.cuh (N = 2^16).
+inline bool wide_cluster_switch(int log_n);
+template <class Batch>
+bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream);
 
 // Forward NTT of `count` limbs described by `batch`.
 template <class Batch>
 void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  if (wide_cluster_switch(t.log_n) && launch_wide_cluster(true, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
     launch_cluster(true, t, batch, count, stream);
@@ -652,6 +648,7 @@ void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t str
 template <class Batch>
 void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  if (wide_cluster_switch(t.log_n) && launch_wide_cluster(false, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
     launch_cluster(false, t, batch, count, stream);
@@ -753,3 +750,4 @@ struct PlainBatch {
 }  // namespace fhelium::cuda::ntt
 
 #include "ntt_cluster.cuh"
+#include "ntt_wide_cluster.cuh"

@@ -223,14 +223,12 @@ void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int co
   constexpr int log_n = 14;
   using S = ClusterShape<log_n>;
   const dim3 grid(cluster_blocks, static_cast<unsigned>(count));
-  static std::atomic<unsigned long long> forward_ready{0};
-  static std::atomic<unsigned long long> inverse_ready{0};
   if (forward) {
-    allow_dynamic_smem(forward_cluster<log_n, Batch>, S::smem_bytes, forward_ready);
+    allow_dynamic_smem(forward_cluster<log_n, Batch>, S::smem_bytes);
     forward_cluster<log_n><<<grid, S::threads, S::smem_bytes, stream>>>(t, batch);
     check_launch("ntt forward_cluster");
   } else {
-    allow_dynamic_smem(inverse_cluster<log_n, Batch>, S::smem_bytes, inverse_ready);
+    allow_dynamic_smem(inverse_cluster<log_n, Batch>, S::smem_bytes);
     inverse_cluster<log_n><<<grid, S::threads, S::smem_bytes, stream>>>(t, batch);
     check_launch("ntt inverse_cluster");
   }
@@ -244,8 +242,7 @@ void inverse_map_forward_cluster_launch(const NttTables& t, const Fused& f, cons
   if (count <= 0) return;
   constexpr int log_n = 14;
   using S = ClusterShape<log_n>;
-  static std::atomic<unsigned long long> ready{0};
-  allow_dynamic_smem(inverse_map_forward_cluster<log_n, Fused, Out>, S::smem_bytes, ready);
+  allow_dynamic_smem(inverse_map_forward_cluster<log_n, Fused, Out>, S::smem_bytes);
   inverse_map_forward_cluster<log_n>
       <<<dim3(cluster_blocks, static_cast<unsigned>(count)), S::threads, S::smem_bytes, stream>>>(t, f, out);
   check_launch("ntt inverse_map_forward_cluster");
