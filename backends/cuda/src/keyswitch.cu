@@ -54,7 +54,7 @@ struct PermutedBatch {
 // transform kernel, where that difference shows.
 __device__ __forceinline__ u64 product_mod(u64 x, u64 y, const DevPrime& p, u64 fp_limit) {
   if (p.value >= fp_limit) return mul_mod(x, y, p);
-  const ntt::FpArith f(ntt::FpArith::from_bits(p.value), __longlong_as_double(static_cast<long long>(p.inverse_bits)));
+  const ntt::FpArith f(p);
   return f.canonical(f.mul_reduce(f.from_word(x), f.from_word(y)));
 }
 

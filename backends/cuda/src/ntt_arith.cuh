@@ -88,8 +88,12 @@ struct FpArith {
   static constexpr double two52 = 4503599627370496.0;
   static constexpr long long two52_bits = 0x4330000000000000ll;
 
+  // q_inverse: the host's 1.0 / q (correctly rounded, as a division here
+  // would be), so no block starts with a double division.
   __device__ explicit FpArith(const DevPrime& p)
-      : q(from_bits(p.value)), q_inverse(1.0 / from_bits(p.value)), inv_n(from_bits(p.inv_n)) {}
+      : q(from_bits(p.value)),
+        q_inverse(double_of_bits(p.inverse_bits)),
+        inv_n(from_bits(p.inv_n)) {}
   __device__ FpArith(double q, double q_inverse) : q(q), q_inverse(q_inverse), inv_n(0.0) {}
   __device__ static const Twiddle* roots(const NttTables& t, int limb) {
     return t.roots_fp + (static_cast<std::size_t>(limb) << t.log_n);
@@ -97,6 +101,7 @@ struct FpArith {
   __device__ static const Twiddle* inverse_roots(const NttTables& t, int limb) {
     return t.inv_roots_fp + (static_cast<std::size_t>(limb) << t.log_n);
   }
+  __device__ static double double_of_bits(u64 bits) { return __longlong_as_double(static_cast<long long>(bits)); }
   // Integers in [0, 2^52) between their u64 and double forms, through 2^52's bits.
   __device__ static double from_bits(u64 x) {
     return __dsub_rn(__longlong_as_double(static_cast<long long>(x) | two52_bits), two52);
