@@ -393,7 +393,7 @@ void expect_transforms_match(const CkksParameters& params, unsigned seed, int li
 
 // The double-precision transforms at the edges of their range (primes of
 // 30, 43 and 44 bits) and the integer ones just above it (45 bits), at the
-// one-launch (2^14) and two-kernel shapes.
+// one-launch (2^14; 2^16 with 2 limbs) and two-kernel shapes.
 TEST(CudaTransforms, EveryPrimeSizeAroundTheDoublePrecisionLimit) {
   REQUIRE_GPU();
   for (int bits : {30, 43, 44, 45}) {

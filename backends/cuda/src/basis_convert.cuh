@@ -59,7 +59,7 @@ __device__ __forceinline__ void stage_converter(const ConverterView& v, const De
   for (int j = static_cast<int>(threadIdx.x); j < nb; j += step) {
     const DevPrime& p = primes[v.to_key_limb[j]];
     targets[j * per] = p.value;
-    targets[j * per + 1] = fp && p.value < fp_limit ? bits_of(1.0 / ntt::FpArith::from_bits(p.value)) : p.ratio_hi;
+    targets[j * per + 1] = fp && p.value < fp_limit ? p.inverse_bits : p.ratio_hi;  // 1 / b_j as a double
   }
   for (int k = static_cast<int>(threadIdx.x); k < nb * na; k += step) {
     const int j = k / na;

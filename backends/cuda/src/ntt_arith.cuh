@@ -15,7 +15,7 @@
 // Ranges (q < 2^44): a reduced product is within 0.63 q of zero for inputs
 // below 2^49 (quotient error below 0.56, |l| below q / 16). Forward: each
 // stage adds at most 0.63 q, so 12 stages from inputs below 4q stay below
-// 12 q. Inverse: a radix-2^R group's first word sums all 2^R inputs, the
+// 12 q, and 16 from canonical inputs (ntt_wide_cluster.cuh) below 11.1 q. Inverse: a radix-2^R group's first word sums all 2^R inputs, the
 // others are sums of at most 2^(R-1) reduced products, so settle() brings
 // the first word back within 0.51 q after each pass (and the column kernels
 // after every three stages): values stay below 22 q < 2^49.

@@ -9,9 +9,13 @@
 // tile whose first four stages (distances 2^11 .. 2^8) are exactly the
 // column stages with roots 1..15: they run as two radix-4 `pass`es in shared
 // memory. 512 threads of 8 words, two blocks per SM (98 KB of shared memory
-// each, at most 64 registers).
+// each, at most 64 registers). FpArith runs all 16 forward stages from
+// canonical words without reducing in between: below q + 16 x 0.63 q < 12 q
+// (ntt_arith.cuh's bound). The kernels assume clusters of exactly 16 blocks:
+// launch them only through launch_wide_cluster.
 #pragma once
 
+#include <string>
 #include <type_traits>
 
 #include "ntt_cluster.cuh"
@@ -29,11 +33,12 @@ struct WideCluster {
   static_assert(columns == 1 << log_columns);
   // Shared memory: FpArith's tile twiddles in [0, 32 KB), IntArith's reach
   // 64 KB; the column buffer from 32 KB (over IntArith's upper twiddles);
-  // the tile data; the column roots 1..15.
+  // the tile data; the column roots 0..15 (0 unused: `pass` reads 1..15).
   static constexpr int column_offset = T::size * 8;
   static constexpr int data_offset = column_offset + T::data_words * 8;
   static constexpr int roots_offset = data_offset + T::data_words * 8;
-  static constexpr int smem_bytes = roots_offset + blocks * 16;
+  static constexpr int column_roots = 16;  // words per column
+  static constexpr int smem_bytes = roots_offset + column_roots * 16;
   static_assert(data_offset >= T::size * 16);
 };
 
@@ -88,7 +93,7 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) forward_wide_cluster(
     using A = decltype(a);
     using V = typename A::Value;
     const WideSmem<A> s(dynamic_smem);
-    if (threadIdx.x < S::blocks) s.roots[threadIdx.x] = A::roots(t, limb)[threadIdx.x];
+    if (threadIdx.x < S::column_roots) s.roots[threadIdx.x] = A::roots(t, limb)[threadIdx.x];
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
       s.columns[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
@@ -137,7 +142,7 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
     using V = typename A::Value;
     const WideSmem<A> s(dynamic_smem);
     load_tile_twiddles<S::log_tile, T::words>(s.tw, A::inverse_roots(t, limb), S::blocks, rank);
-    if (threadIdx.x < S::blocks) s.roots[threadIdx.x] = A::inverse_roots(t, limb)[threadIdx.x];
+    if (threadIdx.x < S::column_roots) s.roots[threadIdx.x] = A::inverse_roots(t, limb)[threadIdx.x];
 #pragma unroll
     for (int r = 0; r < T::words; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     __syncthreads();
@@ -177,8 +182,8 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
   });
 }
 
-// Whether forward/inverse take the wide cluster kernels: at N = 2^16 when
-// the device can run a cluster of 16 such blocks;
+// Whether forward/inverse try the wide cluster kernels: at N = 2^16
+// (launch_wide_cluster then checks the batch and the device);
 // FHELIUM_CUDA_WIDE_CLUSTER_NTT=0 turns them off (A/B measurements).
 inline bool wide_cluster_switch(int log_n) {
   static const bool on = !env_is("FHELIUM_CUDA_WIDE_CLUSTER_NTT", "0");
@@ -187,7 +192,7 @@ inline bool wide_cluster_switch(int log_n) {
 
 // The launch configuration of `count` limbs: clusters of 16 blocks.
 struct WideClusterConfig {
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[1]{};
   cudaLaunchConfig_t config{};
   WideClusterConfig(unsigned count, cudaStream_t stream) {
     attribute[0].id = cudaLaunchAttributeClusterDimension;
@@ -210,14 +215,15 @@ struct WideClusterConfig {
 template <class Kernel>
 int wide_cluster_capacity(Kernel kernel) {
   return set_up_once(reinterpret_cast<const void*>(kernel), [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WideCluster::smem_bytes),
-          "cudaFuncSetAttribute (ntt shared memory)");
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-          "cudaFuncSetAttribute (cluster of 16)");
+    // A device or driver that refuses any of this gets the two-kernel
+    // transform, not an error: the refusal is cleared and recorded as 0.
     const WideClusterConfig launch(1, nullptr);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
-      (void)cudaGetLastError();  // the query's own error: the two-kernel transform runs instead
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, WideCluster::smem_bytes) !=
+            cudaSuccess ||
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
+      (void)cudaGetLastError();
       return 0;
     }
     return clusters;
@@ -240,8 +246,11 @@ bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, i
   if (count > wide_cluster_max_limbs || count > wide_cluster_capacity(kernel)) return false;
   const WideClusterConfig launch(static_cast<unsigned>(count), stream);
   const char* what = forward ? "ntt forward_wide_cluster" : "ntt inverse_wide_cluster";
-  check(cudaLaunchKernelEx(&launch.config, kernel, t, batch), what);
-  check_launch(what);
+  const cudaError_t error = cudaLaunchKernelEx(&launch.config, kernel, t, batch);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();  // reported here, not by the next launch's check
+    throw_cuda_error(error, std::string("launch of kernel ") + what);
+  }
   return true;
 }
 
