@@ -623,8 +623,7 @@ void launch_tiles_any(bool forward, int log_tile, const NttTables& t, const Batc
 inline bool cluster_ntt(int log_n);
 template <class Batch>
 void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream);
-// ... and of ntt_wide_cluster.cuh (N = 2^16).
-inline bool wide_cluster_switch(int log_n);
+// ... and of ntt_wide_cluster.cuh (N = 2^16, small batches).
 template <class Batch>
 bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream);
 
@@ -632,7 +631,7 @@ bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, i
 template <class Batch>
 void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
-  if (wide_cluster_switch(t.log_n) && launch_wide_cluster(true, t, batch, count, stream)) return;
+  if (launch_wide_cluster(true, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
     launch_cluster(true, t, batch, count, stream);
@@ -648,7 +647,7 @@ void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t str
 template <class Batch>
 void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
-  if (wide_cluster_switch(t.log_n) && launch_wide_cluster(false, t, batch, count, stream)) return;
+  if (launch_wide_cluster(false, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
     launch_cluster(false, t, batch, count, stream);
