@@ -214,7 +214,8 @@ class CudaBackend final : public Backend {
     std::size_t nodes = 0;
     cudaGraphExec_t exec = nullptr;
     cudaError_t error = cudaGraphGetNodes(captured.graph, nullptr, &nodes);
-    if (error == cudaSuccess && nodes > 0) error = cudaGraphInstantiate(&exec, captured.graph, 0);
+    if (error == cudaSuccess && nodes > 0)
+      error = cudaGraphInstantiate(&exec, captured.graph, cudaGraphInstantiateFlagUseNodePriority);
     cudaGraphDestroy(captured.graph);
     if (error != cudaSuccess) throw_cuda_error(error, "cudaGraphInstantiate (end_capture)");
     return std::make_unique<CudaRecording>(runtime_, exec, std::move(captured.arena), nodes);
@@ -320,11 +321,8 @@ class CudaBackend final : public Backend {
       const std::size_t limb = op.launch.n;
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
       const u64* c2 = in.data + 2 * poly;
-      if (!kernels::mod_up_inner_product(op.launch, ks, op.ctx.work(), c2, k, 0)) {
-        kernels::mod_up(op.launch, ks, op.ctx.work(), c2, 0);
-        kernels::inner_product(op.launch, ks, op.ctx.work(), c2, k, 0, 0);
-      }
-      kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, 0, o.data + poly, in.data + poly);
+      kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k, {o.data, in.data, 0, o.data + poly, in.data + poly},
+                          runtime_->side());
     });
   }
 
@@ -351,26 +349,21 @@ class CudaBackend final : public Backend {
           o.limbs != pa.limbs) {
         throw BackendError("cuda multiply_relinearize: operands of " + std::to_string(pa.components) + " and " +
                            std::to_string(pb.components) + " components (" + std::to_string(pa.limbs) + " and " +
-                           std::to_string(pb.limbs) + " limbs) into " + std::to_string(o.components) +
-                           " components (" + std::to_string(o.limbs) +
-                           " limbs), expected 2, 2 and 2 components of equal limbs");
+                           std::to_string(pb.limbs) + " limbs) into " + std::to_string(o.components) + " components (" +
+                           std::to_string(o.limbs) + " limbs), expected 2, 2 and 2 components of equal limbs");
       }
       const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
       const u64* k = op.key(key);
-      const kernels::KeySwitchWork& work = op.ctx.work();
       const std::size_t poly = static_cast<std::size_t>(pa.limbs) * op.launch.n;
-      runtime_->fork();
-      kernels::Launch side = op.launch;
-      side.stream = runtime_->side_stream();
-      kernels::multiply_linear(side, o, pa, pb);
-      runtime_->record_join();
-      const kernels::Tensor tensor{pa.data + poly, pb.data + poly, work.converted};
-      if (!kernels::mod_up_inner_product(op.launch, ks, work, tensor.d2, k, 0, &tensor)) {
-        kernels::mod_up(op.launch, ks, work, tensor.d2, 0, &tensor);
-        kernels::inner_product(op.launch, ks, work, tensor.d2, k, 0, 0);
-      }
-      runtime_->join();
-      kernels::mod_down(op.launch, ks, work, o.data, o.data, 0, o.data + poly, o.data + poly);
+      const kernels::SideStream& side = runtime_->side();
+      side.fork(op.launch.stream);
+      kernels::Launch beside = op.launch;
+      beside.stream = side.stream;
+      kernels::multiply_linear(beside, o, pa, pb);
+      const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
+      // key_switch joins the side stream before ModDown adds to `out`.
+      kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
+                          {o.data, o.data, 0, o.data + poly, o.data + poly}, side, &tensor);
     });
   }
 
@@ -387,11 +380,8 @@ class CudaBackend final : public Backend {
       // g(c1) is never materialised: ModUp and the inner product read c1 through
       // the permutation, ModDown adds c0 through it.
       const u64* c1 = in.data + poly;
-      if (!kernels::mod_up_inner_product(op.launch, ks, op.ctx.work(), c1, k, galois_element)) {
-        kernels::mod_up(op.launch, ks, op.ctx.work(), c1, galois_element);
-        kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k, 0, galois_element);
-      }
-      kernels::mod_down(op.launch, ks, op.ctx.work(), o.data, in.data, galois_element, o.data + poly, nullptr);
+      kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
+                          {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
     });
   }
 
@@ -415,11 +405,10 @@ class CudaBackend final : public Backend {
       }
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
       const u64* c1 = in.data + poly;
-      kernels::mod_up(op.launch, ks, op.ctx.work(), c1, 0);
+      kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
       for (std::size_t r = 0; r < outs.size(); ++r) {
-        kernels::inner_product(op.launch, ks, op.ctx.work(), c1, k[r], galois_elements[r], galois_elements[r]);
-        kernels::mod_down(op.launch, ks, op.ctx.work(), o[r].data, in.data, galois_elements[r], o[r].data + poly,
-                          nullptr);
+        kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r],
+                                 {o[r].data, in.data, galois_elements[r], o[r].data + poly, nullptr}, runtime_->side());
       }
     });
   }
@@ -432,6 +421,7 @@ class CudaBackend final : public Backend {
     try {
       issue();
     } catch (const std::exception& e) {
+      runtime_->side().forked = false;  // a fork left unjoined is never waited for
       if (runtime_->abort_capture()) {
         std::lock_guard lock(mutex_);
         abandoned_ = std::string(what) + " failed during the capture: " + e.what();

@@ -214,9 +214,10 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   extended_ = DeviceAllocation(runtime_, digits * slots * bytes_per_limb);
   accumulators_ = DeviceAllocation(runtime_, 2 * slots * bytes_per_limb);
   converted_ = DeviceAllocation(runtime_, 2 * q_limbs * bytes_per_limb);
+  product_ = DeviceAllocation(runtime_, q_limbs * bytes_per_limb);
   rescale_temp_ = DeviceAllocation(runtime_, 3 * bytes_per_limb);
-  workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 2 * q_limbs + 3) * bytes_per_limb;
-  work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words()};
+  workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 3 * q_limbs + 3) * bytes_per_limb;
+  work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words(), product_.words()};
   runtime_->synchronize();  // tables are in place before the first operation
 }
 

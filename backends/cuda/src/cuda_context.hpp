@@ -71,7 +71,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   NttTables ntt_{};
   std::vector<KeySwitchView> key_switch_;
   std::vector<RescaleView> rescale_;
-  DeviceAllocation coefficients_, extended_, accumulators_, converted_, rescale_temp_;
+  DeviceAllocation coefficients_, extended_, accumulators_, converted_, product_, rescale_temp_;
   kernels::KeySwitchWork work_{};
   std::size_t table_bytes_ = 0;
   std::size_t workspace_bytes_ = 0;

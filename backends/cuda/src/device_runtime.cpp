@@ -33,9 +33,13 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
 
   try {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    check(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags (side)");
-    check(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate (fork)");
-    check(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming), "cudaEventCreate (join)");
+    int least = 0;
+    int greatest = 0;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    check(cudaStreamCreateWithPriority(&side_.stream, cudaStreamNonBlocking, greatest),
+          "cudaStreamCreateWithPriority (side)");
+    check(cudaEventCreateWithFlags(&side_.fork_event, cudaEventDisableTiming), "cudaEventCreate (fork)");
+    check(cudaEventCreateWithFlags(&side_.join_event, cudaEventDisableTiming), "cudaEventCreate (join)");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -55,9 +59,9 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
       if (staging_[i]) cudaFreeHost(staging_[i]);
     }
     if (pool_) cudaMemPoolDestroy(pool_);
-    if (join_event_) cudaEventDestroy(join_event_);
-    if (fork_event_) cudaEventDestroy(fork_event_);
-    if (side_stream_) cudaStreamDestroy(side_stream_);
+    if (side_.join_event) cudaEventDestroy(side_.join_event);
+    if (side_.fork_event) cudaEventDestroy(side_.fork_event);
+    if (side_.stream) cudaStreamDestroy(side_.stream);
     if (stream_) cudaStreamDestroy(stream_);
     throw;
   }
@@ -65,16 +69,16 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
 
 DeviceRuntime::~DeviceRuntime() {
   cudaSetDevice(device_);
-  cudaStreamSynchronize(side_stream_);
+  cudaStreamSynchronize(side_.stream);
   cudaStreamSynchronize(stream_);
   for (std::size_t i = 0; i < staging_.size(); ++i) {
     cudaEventDestroy(staging_done_[i]);
     cudaFreeHost(staging_[i]);
   }
   cudaMemPoolDestroy(pool_);
-  cudaEventDestroy(join_event_);
-  cudaEventDestroy(fork_event_);
-  cudaStreamDestroy(side_stream_);
+  cudaEventDestroy(side_.join_event);
+  cudaEventDestroy(side_.fork_event);
+  cudaStreamDestroy(side_.stream);
   cudaStreamDestroy(stream_);
 }
 
@@ -86,15 +90,6 @@ bool DeviceRuntime::stream_capturing() const {
   check(cudaStreamIsCapturing(stream_, &status), "cudaStreamIsCapturing");
   return status != cudaStreamCaptureStatusNone;
 }
-
-void DeviceRuntime::fork() {
-  check(cudaEventRecord(fork_event_, stream_), "cudaEventRecord (fork)");
-  check(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "cudaStreamWaitEvent (fork)");
-}
-
-void DeviceRuntime::record_join() { check(cudaEventRecord(join_event_, side_stream_), "cudaEventRecord (join)"); }
-
-void DeviceRuntime::join() { check(cudaStreamWaitEvent(stream_, join_event_, 0), "cudaStreamWaitEvent (join)"); }
 
 void DeviceRuntime::throw_allocation_error(std::size_t bytes, cudaError_t error) const {
   (void)cudaGetLastError();

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fhelium/backend.hpp"
+#include "kernels.hpp"
 
 namespace fhelium::cuda {
 
@@ -45,14 +46,13 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   int device() const { return device_; }
   const std::string& device_name() const { return name_; }
   cudaStream_t stream() const { return stream_; }
-  // A second stream for work beside the main stream's within one operation:
-  // fork() makes it wait for the main stream's work so far, record_join()
-  // marks its own work so far, join() makes the main stream wait for that.
-  // (Capturable: the side stream joins a capture through the fork.)
-  cudaStream_t side_stream() const { return side_stream_; }
-  void fork();
-  void record_join();
-  void join();
+  // A second stream, of the device's greatest priority, for work beside the
+  // main stream's within one operation (kernels::SideStream: fork, join).
+  // The priority lets its short, latency-bound chains take SMs as soon as
+  // they free instead of queueing behind the main stream's large grids
+  // (graphs keep it: kernel nodes take their stream's priority in a
+  // capture, and are instantiated with cudaGraphInstantiateFlagUseNodePriority).
+  const kernels::SideStream& side() const { return side_; }
   // Makes this runtime's device current on the calling thread.
   void activate() const;
 
@@ -113,9 +113,7 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   int device_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
-  cudaStream_t side_stream_ = nullptr;
-  cudaEvent_t fork_event_ = nullptr;
-  cudaEvent_t join_event_ = nullptr;
+  kernels::SideStream side_{};
   cudaMemPool_t pool_ = nullptr;
   std::array<void*, 2> staging_{};
   std::array<cudaEvent_t, 2> staging_done_{};

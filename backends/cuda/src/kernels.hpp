@@ -24,7 +24,7 @@ struct Launch {
   cudaStream_t stream;
   NttTables tables;  // tables.primes: the primes by key limb
   u32 n;
-  int max_level;     // L: key limbs 0..L are Q primes, L+1.. are P primes
+  int max_level;  // L: key limbs 0..L are Q primes, L+1.. are P primes
 };
 
 // ---- element-wise (elementwise.cu) ----
@@ -56,38 +56,61 @@ struct KeySwitchWork {
   u64* extended;      // digits x (L + 1 + K) x n at the top level
   u64* accumulators;  // 2 x (L + 1 + K) x n
   u64* converted;     // 2 x (L + 1) x n
+  u64* product;       // (L + 1) x n: d = a1 b1 of a multiply + relinearize
+};
+
+// A second stream for work beside the main stream's within one operation.
+// fork(main): `stream` waits for main's work so far; join(main): main waits
+// for `stream`'s work since the last fork (nothing when there was none: an
+// unforked side stream is not part of a capture of main, and waiting for
+// it would invalidate the capture). Capturable: the side stream joins a
+// capture of main through the fork, and a kernel node keeps its stream's
+// priority. Used by one operation at a time, as the workspace is.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t fork_event = nullptr;
+  cudaEvent_t join_event = nullptr;
+  mutable bool forked = false;
+  void fork(cudaStream_t main) const;
+  void join(cudaStream_t main) const;
 };
 
 // The second components a1, b1 (level + 1 limbs each, NTT domain) of a
 // multiply + relinearize: key switching takes d = a1 b1, computed as ModUp's
-// first kernel loads it and stored to `d2` (level + 1 limbs) for the inner
-// product, which reads d = d2.
+// first kernel loads it and stored to work.product for the inner product.
 struct Tensor {
   const u64* a1;
   const u64* b1;
-  u64* d2;
 };
 
-// Extends d (NTT domain, level + 1 limbs; read through X -> X^g unless
-// galois_element is 0) to every digit's other primes (into work.extended).
-// With a tensor, d is tensor->d2 and galois_element 0.
-void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
-            const Tensor* tensor = nullptr);
-// work.accumulators = sum over digits of extended_j times the key's digit j.
-// The digits' own limbs are read from d (level + 1 limbs, NTT domain). The
-// extended digits are read through X -> X^extended_galois and d through
-// X -> X^own_galois, unless the element is 0 (both nonzero: the same element).
-void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                   const u64* key, u32 extended_galois, u32 own_galois);
-// mod_up(d, galois_element) then inner_product(d, key, 0, galois_element) in
-// three launches (the forward tile pass and the inner product fused), when
-// the shape allows (one prime per digit, at most 8 digits, 2^11..2^15);
-// returns false, having launched nothing, otherwise.
-bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                          const u64* key, u32 galois_element, const Tensor* tensor = nullptr);
-// out_c = ModDown(accumulator_c) + add_c, c = 0, 1 (add_c may be null; add0
-// is read through the automorphism of add0_galois unless it is 0).
-void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,
-              u32 add0_galois, u64* out1, const u64* add1);
+// Where ModDown puts a key switch's result: out_c = ModDown(accumulator_c)
+// + add_c, c = 0, 1 (add_c may be null, or out_c itself; add0 is read
+// through X -> X^add0_galois unless that is 0).
+struct KeySwitchOutput {
+  u64* out0;
+  const u64* add0;
+  u32 add0_galois;
+  u64* out1;
+  const u64* add1;
+};
+
+// Key switching of d (level + 1 limbs, NTT domain, read through X -> X^g
+// unless galois_element is 0; with a tensor, d = a1 b1 and galois_element
+// 0): ModUp, the inner product with `key`, ModDown into `out`. The part
+// that needs only the P slots (their inner product, ModDown's transform of
+// them) runs on side->stream beside the Q slots' inner product; the main
+// stream joins `side` before ModDown's last kernel, so work the caller put
+// on it after a fork is joined too.
+void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor = nullptr);
+
+// A hoisted rotation's first half: d (NTT domain, level + 1 limbs) extended
+// to every digit's other primes, in NTT form (into work.extended).
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d);
+// Its second half, once per rotation: the inner product of the extended
+// digits and of d, both read through X -> X^galois_element, with `key`,
+// then ModDown into `out` (the P slots' part on `side`, as key_switch).
+void rotate_extended(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream& side);
 
 }  // namespace fhelium::cuda::kernels

@@ -59,7 +59,8 @@ __device__ __forceinline__ u64 product_mod(u64 x, u64 y, const DevPrime& p, u64 
 }
 
 // ModUp's input a1 b1 of a multiply + relinearize, computed as it is loaded
-// and stored to d2 (every word is loaded exactly once) for the inner product.
+// and stored to d2 (work.product: every word is loaded exactly once) for the
+// inner product.
 struct TensorBatch {
   const u64* a1;
   const u64* b1;
@@ -188,8 +189,8 @@ template <bool PERMUTE_EXTENDED, bool PERMUTE_OWN>
 __global__ void __launch_bounds__(threads)
     inner_product_kernel(const u64* extended, const u64* d, const u64* key, u64* accumulators, u32 n, int log_n,
                          int level, int max_level, int alpha, int digits, int slots, int key_limbs, u32 galois_element,
-                         const DevPrime* primes) {
-  const int s = static_cast<int>(blockIdx.y);
+                         const DevPrime* primes, int slot_begin) {
+  const int s = slot_begin + static_cast<int>(blockIdx.y);
   const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
   const int key_limb = key_limb_of_slot(s, level, max_level);
   const DevPrime& p = primes[key_limb];
@@ -260,6 +261,7 @@ struct TileInnerProduct {
   int max_level;
   int slots;
   int key_limbs;
+  int slot_begin;  // block (tile, y, j) computes slot slot_begin + y
 };
 
 constexpr int tip_log_tile = 10;
@@ -321,7 +323,7 @@ __global__ void __launch_bounds__(TipTile::threads, tip_blocks_per_sm)
   extern __shared__ TwiddlePair dynamic_smem[];
   u64* products = reinterpret_cast<u64*>(dynamic_smem);  // [2][T::size], after the transform
   const cg::cluster_group cluster = cg::this_cluster();
-  const int s = static_cast<int>(blockIdx.y);
+  const int s = a.slot_begin + static_cast<int>(blockIdx.y);
   const int j = static_cast<int>(blockIdx.z);
   const int digits = static_cast<int>(gridDim.z);
   const int key_limb = key_limb_of_slot(s, a.level, a.max_level);
@@ -540,7 +542,7 @@ template <class F>
 void with_mod_up_input(const Launch& l, const KeySwitchWork& work, const u64* d, int limbs, u32 galois_element,
                        const Tensor* tensor, F&& f) {
   if (tensor != nullptr) {
-    f(TensorBatch{tensor->a1, tensor->b1, tensor->d2, work.coefficients, l.tables.primes, l.tables.fp_limit, l.n});
+    f(TensorBatch{tensor->a1, tensor->b1, work.product, work.coefficients, l.tables.primes, l.tables.fp_limit, l.n});
   } else if (galois_element == 0) {
     f(ntt::PlainBatch{d, work.coefficients, l.n, limbs, 0});
   } else {
@@ -548,53 +550,37 @@ void with_mod_up_input(const Launch& l, const KeySwitchWork& work, const u64* d,
   }
 }
 
-// ModUp's first two launches on the fused path: INTT tiles, (INTT columns, lift, NTT columns).
+// Whether ModUp's forward tile pass and the inner product run as one
+// cluster kernel: one prime per digit, at most 8 digits, 2^10-word tiles
+// after a fused column pass (2^11..2^15).
+bool fused_inner_product(const Launch& l, const KeySwitchView& ks) {
+  return ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n) &&
+         ntt::shape_for(l.tables.log_n).log_tile == tip_log_tile && ks.digits >= 1 && ks.digits <= 8 &&
+         ks.digits == ks.level + 1 && !fused_inner_product_disabled();
+}
+
+// Whether the P slots' share of a key switch runs on the side stream;
+// FHELIUM_CUDA_SPLIT_KEY_SWITCH=0 keeps it on the main stream (A/B).
+bool split_key_switch() {
+  static const bool on = !env_is("FHELIUM_CUDA_SPLIT_KEY_SWITCH", "0");
+  return on;
+}
+
+// ModUp up to the fused inner product: INTT tiles, (INTT columns, lift, NTT columns).
 void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                     u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
   with_mod_up_input(l, work, d, limbs, galois_element, tensor,
                     [&](const auto& input) { ntt::inverse_tiles_only(l.tables, input, limbs, l.stream); });
-  const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes,
-                             l.n,               slots,         ks.level,  l.max_level};
+  const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes, l.n, slots,
+                             ks.level,          l.max_level};
   ntt::inverse_map_forward(l.tables, columns, ks.digits * (slots - 1), slots - 1, l.stream);
 }
-}  // namespace
 
-bool mod_up_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                          const u64* key, u32 galois_element, const Tensor* tensor) {
-  if (ks.alpha != 1 || !ntt::fuse_columns(l.tables.log_n) || ntt::shape_for(l.tables.log_n).log_tile != tip_log_tile ||
-      ks.digits < 1 || ks.digits > 8 || ks.digits != ks.level + 1 || fused_inner_product_disabled()) {
-    return false;
-  }
-  mod_up_columns(l, ks, work, d, galois_element, tensor);
-  const int slots = slots_of(ks);
-  const TileInnerProduct args{work.extended, d,  key,      work.accumulators, l.tables.primes, l.n, galois_element,
-                              l.tables.log_n, ks.level, l.max_level, slots, l.max_level + 1 + ks.specials};
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(l.n >> tip_log_tile, static_cast<unsigned>(slots), static_cast<unsigned>(ks.digits));
-  config.blockDim = dim3(TipTile::threads);
-  config.dynamicSmemBytes = tip_smem_bytes;
-  config.stream = l.stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = 1;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = static_cast<unsigned>(ks.digits);
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  static_assert(tip_smem_bytes <= 48 * 1024);
-  if (galois_element == 0) {
-    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<false>, l.tables, args), "cudaLaunchKernelEx");
-  } else {
-    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<true>, l.tables, args), "cudaLaunchKernelEx");
-  }
-  check_launch("tile_inner_product");
-  return true;
-}
-
-void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
-            const Tensor* tensor) {
+// The whole ModUp: the extended digits in NTT form.
+void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+                 const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
   const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
@@ -612,26 +598,68 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
   dispatch_from(ks.alpha, [&](auto max_from) {
     constexpr int max = decltype(max_from)::value;
     ntt::allow_dynamic_smem(mod_up_convert_kernel<max>, smem);
-    mod_up_convert_kernel<max>
-        <<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots, l.tables.primes,
-                                            l.tables.fp_limit);
+    mod_up_convert_kernel<max><<<grid, threads, smem, l.stream>>>(ks, work.coefficients, work.extended, l.n, slots,
+                                                                  l.tables.primes, l.tables.fp_limit);
     check_launch("mod_up_convert");
   });
   ntt::forward(l.tables, batch, ks.digits * slots, l.stream);
 }
 
-void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                   const u64* key, u32 extended_galois, u32 own_galois) {
+// The fused forward tile pass and inner product (after mod_up_columns) for
+// slots [begin, begin + count).
+void tile_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                        const u64* key, u32 galois_element, int begin, int count) {
+  const TileInnerProduct args{work.extended,
+                              d,
+                              key,
+                              work.accumulators,
+                              l.tables.primes,
+                              l.n,
+                              galois_element,
+                              l.tables.log_n,
+                              ks.level,
+                              l.max_level,
+                              slots_of(ks),
+                              l.max_level + 1 + ks.specials,
+                              begin};
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(l.n >> tip_log_tile, static_cast<unsigned>(count), static_cast<unsigned>(ks.digits));
+  config.blockDim = dim3(TipTile::threads);
+  config.dynamicSmemBytes = tip_smem_bytes;
+  config.stream = l.stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = 1;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = static_cast<unsigned>(ks.digits);
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  static_assert(tip_smem_bytes <= 48 * 1024);
+  if (galois_element == 0) {
+    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<false>, l.tables, args), "cudaLaunchKernelEx");
+  } else {
+    check(cudaLaunchKernelEx(&config, tile_inner_product_kernel<true>, l.tables, args), "cudaLaunchKernelEx");
+  }
+  check_launch("tile_inner_product");
+}
+
+// work.accumulators (slots [begin, begin + count)) = sum over digits of
+// extended_j times the key's digit j; the digits' own limbs are read from d.
+// The extended digits are read through X -> X^extended_galois and d through
+// X -> X^own_galois, unless the element is 0 (both nonzero: the same one).
+void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, const u64* key,
+                   u32 extended_galois, u32 own_galois, int begin, int count) {
   const int slots = slots_of(ks);
   const int key_limbs = l.max_level + 1 + ks.specials;
-  const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(slots));
+  const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(count));
   if (extended_galois != 0 && own_galois != 0 && extended_galois != own_galois) {
     throw_cuda_error(cudaErrorInvalidValue, "inner product with two different Galois elements");
   }
   const u32 g = extended_galois != 0 ? extended_galois : own_galois;
   auto launch = [&](auto kernel) {
     kernel<<<grid, threads, 0, l.stream>>>(work.extended, d, key, work.accumulators, l.n, l.tables.log_n, ks.level,
-                                           l.max_level, ks.alpha, ks.digits, slots, key_limbs, g, l.tables.primes);
+                                           l.max_level, ks.alpha, ks.digits, slots, key_limbs, g, l.tables.primes,
+                                           begin);
     check_launch("inner_product");
   };
   if (extended_galois == 0 && own_galois == 0) {
@@ -645,40 +673,130 @@ void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork
   }
 }
 
-void mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, u64* out0, const u64* add0,
-              u32 add0_galois, u64* out1, const u64* add1) {
+// ModDown's kernels that read only the accumulators' P slots: their INTT (in
+// place), and where a separate kernel lifts them to Q_l, that kernel (into
+// work.converted).
+void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work) {
   const int slots = slots_of(ks);
   const int limbs = ks.level + 1;
   const SpecialBatch special{work.accumulators, l.n, slots, ks.level, l.max_level, ks.specials};
-  const ModDownBatch batch{work.converted, work.accumulators, out0,  add0, out1, add1, add0_galois, l.n,
-                           l.tables.log_n, slots, limbs, ks.p_inverse, ks.p_inverse_shoup, l.tables.primes};
   if (ks.specials == 1 && ntt::cluster_ntt(l.tables.log_n)) {
     ntt::inverse(l.tables, special, 2, l.stream);
+  } else if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
+    // INTT tiles of P, then (INTT columns, lift, NTT columns).
+    ntt::inverse_tiles_only(l.tables, special, 2, l.stream);
+    const ModDownColumns columns{
+        work.accumulators, work.converted, ks.mod_down.overflow_mod_to, l.tables.primes, l.n, slots, limbs,
+        l.max_level + 1};
+    ntt::inverse_map_forward(l.tables, columns, 2 * limbs, limbs, l.stream);
+  } else {
+    ntt::inverse(l.tables, special, 2 * ks.specials, l.stream);
+    const dim3 grid(l.n / (2 * threads), 2);
+    const int smem = converter_smem_words(ks.specials, limbs) * static_cast<int>(sizeof(u64));
+    dispatch_from(ks.specials, [&](auto max_from) {
+      constexpr int max = decltype(max_from)::value;
+      ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem);
+      mod_down_convert_kernel<max><<<grid, threads, smem, l.stream>>>(
+          ks.mod_down, work.accumulators, work.converted, l.n, slots, ks.level, l.tables.primes, l.tables.fp_limit);
+      check_launch("mod_down_convert");
+    });
+  }
+}
+
+// ModDown's last kernel, after mod_down_special: the NTT of the lifted P
+// part with out_c = (acc_c - conv_c) P^-1 + add_c in its store.
+void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o) {
+  const int limbs = ks.level + 1;
+  const ModDownBatch batch{work.converted,
+                           work.accumulators,
+                           o.out0,
+                           o.add0,
+                           o.out1,
+                           o.add1,
+                           o.add0_galois,
+                           l.n,
+                           l.tables.log_n,
+                           slots_of(ks),
+                           limbs,
+                           ks.p_inverse,
+                           ks.p_inverse_shoup,
+                           l.tables.primes};
+  if (ks.specials == 1 && ntt::cluster_ntt(l.tables.log_n)) {
     const ModDownLiftBatch lift{batch, ks.mod_down.overflow_mod_to, l.max_level + 1};
     ntt::forward(l.tables, lift, 2 * limbs, l.stream);
-    return;
-  }
-  if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
-    // 3 launches: INTT tiles of P, (INTT columns, lift, NTT columns), NTT tiles with the final step.
-    ntt::inverse_tiles_only(l.tables, special, 2, l.stream);
-    const ModDownColumns columns{work.accumulators, work.converted, ks.mod_down.overflow_mod_to, l.tables.primes,
-                                 l.n,               slots,          limbs,                       l.max_level + 1};
-    ntt::inverse_map_forward(l.tables, columns, 2 * limbs, limbs, l.stream);
+  } else if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
     ntt::forward_tiles_only(l.tables, batch, 2 * limbs, l.stream);
+  } else {
+    ntt::forward(l.tables, batch, 2 * limbs, l.stream);
+  }
+}
+
+// The inner product (inner_product(l, begin, count) fills the accumulators'
+// slots [begin, begin + count)) and ModDown. Split: the P slots' inner
+// product and mod_down_special on side.stream, the Q slots' inner product on
+// the main stream; the two share no output, and ModDown's last kernel waits
+// for both. The P part is a chain of small latency-bound launches (at 2^14
+// the INTT of the 60-bit P limbs alone is about 8 us) that the Q slots'
+// inner product hides.
+template <class InnerProduct>
+void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
+                            const KeySwitchOutput& out, const SideStream& side, InnerProduct&& inner_product) {
+  const int q_slots = ks.level + 1;
+  if (split_key_switch()) {
+    Launch beside = l;
+    beside.stream = side.stream;
+    side.fork(l.stream);
+    inner_product(beside, q_slots, ks.specials);
+    mod_down_special(beside, ks, work);
+    inner_product(l, 0, q_slots);
+  } else {
+    inner_product(l, 0, q_slots + ks.specials);
+    mod_down_special(l, ks, work);
+  }
+  side.join(l.stream);
+  mod_down_finish(l, ks, work, out);
+}
+}  // namespace
+
+void SideStream::fork(cudaStream_t main) const {
+  check(cudaEventRecord(fork_event, main), "cudaEventRecord (fork)");
+  check(cudaStreamWaitEvent(stream, fork_event, 0), "cudaStreamWaitEvent (fork)");
+  forked = true;
+}
+
+void SideStream::join(cudaStream_t main) const {
+  if (!forked) return;
+  forked = false;
+  check(cudaEventRecord(join_event, stream), "cudaEventRecord (join)");
+  check(cudaStreamWaitEvent(main, join_event, 0), "cudaStreamWaitEvent (join)");
+}
+
+void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor) {
+  // The inner product reads the digits' own limbs from d: a1 b1 as ModUp stored it.
+  const u64* own = tensor != nullptr ? work.product : d;
+  if (fused_inner_product(l, ks)) {
+    mod_up_columns(l, ks, work, d, galois_element, tensor);
+    inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
+      tile_inner_product(at, ks, work, own, key, galois_element, begin, count);
+    });
     return;
   }
-  ntt::inverse(l.tables, special, 2 * ks.specials, l.stream);
-  const dim3 grid(l.n / (2 * threads), 2);
-  const int smem = converter_smem_words(ks.specials, limbs) * static_cast<int>(sizeof(u64));
-  dispatch_from(ks.specials, [&](auto max_from) {
-    constexpr int max = decltype(max_from)::value;
-    ntt::allow_dynamic_smem(mod_down_convert_kernel<max>, smem);
-    mod_down_convert_kernel<max><<<grid, threads, smem, l.stream>>>(ks.mod_down, work.accumulators, work.converted,
-                                                                    l.n, slots, ks.level, l.tables.primes,
-                                                                    l.tables.fp_limit);
-    check_launch("mod_down_convert");
+  mod_up_full(l, ks, work, d, galois_element, tensor);
+  inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
+    inner_product(at, ks, work, own, key, 0, galois_element, begin, count);
   });
-  ntt::forward(l.tables, batch, 2 * limbs, l.stream);
+}
+
+void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d) {
+  mod_up_full(l, ks, work, d, 0, nullptr);
+}
+
+void rotate_extended(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream& side) {
+  inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
+    inner_product(at, ks, work, d, key, galois_element, galois_element, begin, count);
+  });
 }
 
 }  // namespace fhelium::cuda::kernels
