@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -83,6 +84,18 @@ Stats time_eager(cudaStream_t stream, int runs, int warmup, const std::function<
     cudaEventDestroy(stop[static_cast<std::size_t>(i)]);
   }
   return summarize(us);
+}
+
+// The host's time to issue one call: `calls` calls issued back to back on an
+// idle stream (few enough that no launch queue fills), wall clock / calls.
+// When it exceeds the GPU's time, the eager median measures the host.
+double host_issue_us(cudaStream_t stream, int calls, const std::function<void(int)>& op) {
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) op(i);
+  const std::chrono::duration<double, std::micro> issued = std::chrono::steady_clock::now() - start;
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return issued.count() / calls;
 }
 
 // Captures op(set) for every input set into a CUDA graph, then times replays.
@@ -231,6 +244,7 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
                    {"floor_us_at_4.3TBps", 1e6 * op.min_bytes / bandwidth_bytes_per_second},
                    {"median_over_floor", eager.median_us / op.per / (1e6 * op.min_bytes / bandwidth_bytes_per_second)}};
     if (op.per > 1) r["rotations"] = op.per;
+    r["host_issue_us"] = host_issue_us(stream, 8, op.run) / op.per;
     if (graphs) {
       try {
         const Stats graph = time_graph(stream, sets, runs, warmup, op.run);

@@ -20,6 +20,7 @@
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
 #include "device_runtime.hpp"
+#include "eager_graph.hpp"
 #include "fhelium/error.hpp"
 #include "kernels.hpp"
 
@@ -321,25 +322,23 @@ class CudaBackend final : public Backend {
       const std::size_t limb = op.launch.n;
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
       const u64* c2 = in.data + 2 * poly;
-      kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k, {o.data, in.data, 0, o.data + poly, in.data + poly},
-                          runtime_->side());
+      issue_as_graph(op, a.limbs, 0, [&] {
+        kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k,
+                            {o.data, in.data, 0, o.data + poly, in.data + poly}, runtime_->side());
+      });
     });
   }
 
   // The 3-component product is never stored: (a0 b0, a0 b1 + a1 b0) goes
-  // straight to `out` on the side stream, beside the key switch of a1 b1,
-  // which ModUp's first kernel computes as it loads it (keeping a copy in the
-  // workspace for the inner product); ModDown adds its result to `out` in
-  // place once the side stream has joined. Eager at N <= 2^15 only: at 2^14
-  // it saves 4 us against the two calls, but inside a captured graph (ours or
-  // the caller's capture of our stream) the branch costs 8 us more than it
-  // saves, and at 2^16 it gains nothing (docs/perf/cuda.md, v14); there the
-  // two calls run.
+  // straight to `out`, then ModUp's first kernel computes a1 b1 as it loads
+  // it (keeping a copy in the workspace for the inner product), and ModDown
+  // adds the key switch's result to `out` in place. The linear part runs on
+  // the main stream: on the side stream, beside ModUp, it measured 12.7 us
+  // slower in a graph at 2^14 (68.4 against 55.7; docs/perf/cuda.md, v16).
+  // At 2^16 the two calls run (the one call gained nothing there, v14).
   void multiply_relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
-    if (runtime_->stream_capturing() || bc.context().ring_degree() > (1u << 15)) {
-      return Backend::multiply_relinearize(bc, out, a, b, key);
-    }
+    if (bc.context().ring_degree() > (1u << 15)) return Backend::multiply_relinearize(bc, out, a, b, key);
     guarded("multiply_relinearize", [&] {
       Op op(*this, bc, "multiply_relinearize");
       const kernels::Poly pa = op.poly(a);
@@ -355,15 +354,12 @@ class CudaBackend final : public Backend {
       const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
       const u64* k = op.key(key);
       const std::size_t poly = static_cast<std::size_t>(pa.limbs) * op.launch.n;
-      const kernels::SideStream& side = runtime_->side();
-      side.fork(op.launch.stream);
-      kernels::Launch beside = op.launch;
-      beside.stream = side.stream;
-      kernels::multiply_linear(beside, o, pa, pb);
-      const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
-      // key_switch joins the side stream before ModDown adds to `out`.
-      kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
-                          {o.data, o.data, 0, o.data + poly, o.data + poly}, side, &tensor);
+      issue_as_graph(op, pa.limbs, 0, [&] {
+        kernels::multiply_linear(op.launch, o, pa, pb);
+        const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
+        kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
+                            {o.data, o.data, 0, o.data + poly, o.data + poly}, runtime_->side(), &tensor);
+      });
     });
   }
 
@@ -380,8 +376,10 @@ class CudaBackend final : public Backend {
       // g(c1) is never materialised: ModUp and the inner product read c1 through
       // the permutation, ModDown adds c0 through it.
       const u64* c1 = in.data + poly;
-      kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
-                          {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
+      issue_as_graph(op, a.limbs, 0, [&] {
+        kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
+                            {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
+      });
     });
   }
 
@@ -405,15 +403,30 @@ class CudaBackend final : public Backend {
       }
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
       const u64* c1 = in.data + poly;
-      kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
-      for (std::size_t r = 0; r < outs.size(); ++r) {
-        kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r],
-                                 {o[r].data, in.data, galois_elements[r], o[r].data + poly, nullptr}, runtime_->side());
-      }
+      issue_as_graph(op, a.limbs, static_cast<int>(outs.size()), [&] {
+        kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
+        for (std::size_t r = 0; r < outs.size(); ++r) {
+          kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r],
+                                   {o[r].data, in.data, galois_elements[r], o[r].data + poly, nullptr},
+                                   runtime_->side());
+        }
+      });
     });
   }
 
  private:
+  // Issues an operation's kernels (`issue`) through the executable graph kept
+  // for its shape (EagerGraphs), or directly while the stream is being
+  // captured (they are then part of that capture).
+  template <class Op, class F>
+  void issue_as_graph(const Op& op, int limbs, int count, F&& issue) {
+    if (!EagerGraphs::enabled() || runtime_->stream_capturing()) {
+      issue();
+      return;
+    }
+    eager_graphs_.run(op.launch.stream, {op.what, &op.ctx, limbs, count}, issue);
+  }
+
   // Runs `issue`; when it throws during a capture, the capture is ended and
   // its partial graph discarded, and end_capture reports why.
   template <class F>
@@ -421,7 +434,6 @@ class CudaBackend final : public Backend {
     try {
       issue();
     } catch (const std::exception& e) {
-      runtime_->side().forked = false;  // a fork left unjoined is never waited for
       if (runtime_->abort_capture()) {
         std::lock_guard lock(mutex_);
         abandoned_ = std::string(what) + " failed during the capture: " + e.what();
@@ -532,6 +544,7 @@ class CudaBackend final : public Backend {
   std::mutex mutex_;
   std::map<std::uint64_t, std::weak_ptr<CudaContext>> contexts_;
   std::string abandoned_;  // why the last capture was discarded (reported by end_capture)
+  EagerGraphs eager_graphs_;  // destroyed before runtime_ (declared after it)
 };
 
 }  // namespace

@@ -61,16 +61,13 @@ struct KeySwitchWork {
 
 // A second stream for work beside the main stream's within one operation.
 // fork(main): `stream` waits for main's work so far; join(main): main waits
-// for `stream`'s work since the last fork (nothing when there was none: an
-// unforked side stream is not part of a capture of main, and waiting for
-// it would invalidate the capture). Capturable: the side stream joins a
-// capture of main through the fork, and a kernel node keeps its stream's
-// priority. Used by one operation at a time, as the workspace is.
+// for `stream`'s work so far. Capturable: the side stream joins a capture of
+// main through the fork (join only after a fork), and a kernel node keeps
+// its stream's priority.
 struct SideStream {
   cudaStream_t stream = nullptr;
   cudaEvent_t fork_event = nullptr;
   cudaEvent_t join_event = nullptr;
-  mutable bool forked = false;
   void fork(cudaStream_t main) const;
   void join(cudaStream_t main) const;
 };
@@ -98,9 +95,8 @@ struct KeySwitchOutput {
 // unless galois_element is 0; with a tensor, d = a1 b1 and galois_element
 // 0): ModUp, the inner product with `key`, ModDown into `out`. The part
 // that needs only the P slots (their inner product, ModDown's transform of
-// them) runs on side->stream beside the Q slots' inner product; the main
-// stream joins `side` before ModDown's last kernel, so work the caller put
-// on it after a fork is joined too.
+// them) runs on side.stream beside the Q slots' inner product, and is
+// joined before ModDown's last kernel.
 void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
                 const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor = nullptr);
 

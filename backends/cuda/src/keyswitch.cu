@@ -749,11 +749,11 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
     inner_product(beside, q_slots, ks.specials);
     mod_down_special(beside, ks, work);
     inner_product(l, 0, q_slots);
+    side.join(l.stream);
   } else {
     inner_product(l, 0, q_slots + ks.specials);
     mod_down_special(l, ks, work);
   }
-  side.join(l.stream);
   mod_down_finish(l, ks, work, out);
 }
 }  // namespace
@@ -761,12 +761,9 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
 void SideStream::fork(cudaStream_t main) const {
   check(cudaEventRecord(fork_event, main), "cudaEventRecord (fork)");
   check(cudaStreamWaitEvent(stream, fork_event, 0), "cudaStreamWaitEvent (fork)");
-  forked = true;
 }
 
 void SideStream::join(cudaStream_t main) const {
-  if (!forked) return;
-  forked = false;
   check(cudaEventRecord(join_event, stream), "cudaEventRecord (join)");
   check(cudaStreamWaitEvent(main, join_event, 0), "cudaStreamWaitEvent (join)");
 }
