@@ -11,12 +11,14 @@
 // reports the failure.
 #include "fhelium/cuda/cuda_backend.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
 #include "device_runtime.hpp"
@@ -403,18 +405,52 @@ class CudaBackend final : public Backend {
       }
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
       const u64* c1 = in.data + poly;
+      auto output = [&](std::size_t r) -> kernels::KeySwitchOutput {
+        return {o[r].data, in.data, galois_elements[r], o[r].data + poly, nullptr};
+      };
+      // The rotations' inner products and ModDowns (latency-bound launches
+      // of a few hundred blocks at 2^14) run side by side on the runtime's
+      // branches, each with its own accumulators, when the context has
+      // branch workspaces and no output overlaps the input or another output.
+      const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work();
+      const std::size_t used = std::min(outs.size(), branches.size());
+      static const bool branches_on = !env_is("FHELIUM_CUDA_HOISTED_BRANCHES", "0");  // A/B
+      const bool side_by_side = branches_on && used > 1 && no_overlap(in, o, 2 * poly);
       issue_as_graph(op, a.limbs, static_cast<int>(outs.size()), [&] {
         kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
-        for (std::size_t r = 0; r < outs.size(); ++r) {
-          kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r],
-                                   {o[r].data, in.data, galois_elements[r], o[r].data + poly, nullptr},
-                                   runtime_->side());
+        if (!side_by_side) {
+          for (std::size_t r = 0; r < outs.size(); ++r) {
+            kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r], output(r),
+                                     &runtime_->side());
+          }
+          return;
         }
+        for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).fork(op.launch.stream);
+        for (std::size_t r = 0; r < outs.size(); ++r) {
+          const std::size_t b = r % used;
+          kernels::Launch at = op.launch;
+          at.stream = runtime_->branch(static_cast<int>(b)).stream;
+          kernels::rotate_extended(at, ks, branches[b], c1, galois_elements[r], k[r], output(r), nullptr);
+        }
+        for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).join(op.launch.stream);
       });
     });
   }
 
  private:
+  // Whether the outputs (`words` words from each data pointer) overlap
+  // neither the input's first `words` words nor each other.
+  static bool no_overlap(const kernels::Poly& in, const std::vector<kernels::Poly>& outs, std::size_t words) {
+    auto apart = [words](const u64* x, const u64* y) { return x + words <= y || y + words <= x; };
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (!apart(outs[i].data, in.data)) return false;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (!apart(outs[i].data, outs[j].data)) return false;
+      }
+    }
+    return true;
+  }
+
   // Issues an operation's kernels (`issue`) through the executable graph kept
   // for its shape (EagerGraphs), or directly while the stream is being
   // captured (they are then part of that capture).

@@ -59,6 +59,11 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
   const RescaleView& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
   const kernels::KeySwitchWork& work() const { return work_; }
+  // One workspace per runtime branch for a hoisted batch's rotations run
+  // side by side: own accumulators and converted limbs, ModUp's buffers
+  // shared. Empty above N = 2^15, where one rotation's kernels fill the GPU
+  // (and a branch would cost 75 MB at 2^16).
+  const std::vector<kernels::KeySwitchWork>& branch_work() const { return branch_work_; }
   u64* rescale_temp() const { return rescale_temp_.words(); }  // 3 x N
   std::size_t table_bytes() const { return table_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
@@ -73,6 +78,8 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   std::vector<RescaleView> rescale_;
   DeviceAllocation coefficients_, extended_, accumulators_, converted_, product_, rescale_temp_;
   kernels::KeySwitchWork work_{};
+  std::vector<DeviceAllocation> branch_buffers_;
+  std::vector<kernels::KeySwitchWork> branch_work_;
   std::size_t table_bytes_ = 0;
   std::size_t workspace_bytes_ = 0;
 };

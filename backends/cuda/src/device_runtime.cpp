@@ -36,10 +36,13 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
     int least = 0;
     int greatest = 0;
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
-    check(cudaStreamCreateWithPriority(&side_.stream, cudaStreamNonBlocking, greatest),
-          "cudaStreamCreateWithPriority (side)");
-    check(cudaEventCreateWithFlags(&side_.fork_event, cudaEventDisableTiming), "cudaEventCreate (fork)");
-    check(cudaEventCreateWithFlags(&side_.join_event, cudaEventDisableTiming), "cudaEventCreate (join)");
+    for (std::size_t i = 0; i < sides_.size(); ++i) {
+      kernels::SideStream& s = sides_[i];
+      check(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, i == 0 ? greatest : least),
+            "cudaStreamCreateWithPriority (side)");
+      check(cudaEventCreateWithFlags(&s.fork_event, cudaEventDisableTiming), "cudaEventCreate (fork)");
+      check(cudaEventCreateWithFlags(&s.join_event, cudaEventDisableTiming), "cudaEventCreate (join)");
+    }
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -59,9 +62,7 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
       if (staging_[i]) cudaFreeHost(staging_[i]);
     }
     if (pool_) cudaMemPoolDestroy(pool_);
-    if (side_.join_event) cudaEventDestroy(side_.join_event);
-    if (side_.fork_event) cudaEventDestroy(side_.fork_event);
-    if (side_.stream) cudaStreamDestroy(side_.stream);
+    destroy_sides();
     if (stream_) cudaStreamDestroy(stream_);
     throw;
   }
@@ -69,17 +70,23 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
 
 DeviceRuntime::~DeviceRuntime() {
   cudaSetDevice(device_);
-  cudaStreamSynchronize(side_.stream);
+  for (const kernels::SideStream& s : sides_) cudaStreamSynchronize(s.stream);
   cudaStreamSynchronize(stream_);
   for (std::size_t i = 0; i < staging_.size(); ++i) {
     cudaEventDestroy(staging_done_[i]);
     cudaFreeHost(staging_[i]);
   }
   cudaMemPoolDestroy(pool_);
-  cudaEventDestroy(side_.join_event);
-  cudaEventDestroy(side_.fork_event);
-  cudaStreamDestroy(side_.stream);
+  destroy_sides();
   cudaStreamDestroy(stream_);
+}
+
+void DeviceRuntime::destroy_sides() noexcept {
+  for (const kernels::SideStream& s : sides_) {
+    if (s.join_event) cudaEventDestroy(s.join_event);
+    if (s.fork_event) cudaEventDestroy(s.fork_event);
+    if (s.stream) cudaStreamDestroy(s.stream);
+  }
 }
 
 void DeviceRuntime::activate() const { check(cudaSetDevice(device_), "cudaSetDevice"); }

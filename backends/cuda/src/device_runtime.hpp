@@ -52,7 +52,11 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   // they free instead of queueing behind the main stream's large grids
   // (graphs keep it: kernel nodes take their stream's priority in a
   // capture, and are instantiated with cudaGraphInstantiateFlagUseNodePriority).
-  const kernels::SideStream& side() const { return side_; }
+  const kernels::SideStream& side() const { return sides_[0]; }
+  // Streams for independent chains of one operation (a hoisted batch's
+  // rotations), of the default priority: branch(i), i < branches.
+  static constexpr int branches = 4;
+  const kernels::SideStream& branch(int i) const { return sides_.at(static_cast<std::size_t>(1 + i)); }
   // Makes this runtime's device current on the calling thread.
   void activate() const;
 
@@ -109,11 +113,12 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   static constexpr std::size_t staging_bytes = std::size_t{8} << 20;
   [[noreturn]] void throw_allocation_error(std::size_t bytes, cudaError_t error) const;
   void free_now(const std::vector<Block>& blocks, const std::vector<Block>& retired) noexcept;
+  void destroy_sides() noexcept;
 
   int device_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
-  kernels::SideStream side_{};
+  std::array<kernels::SideStream, 1 + branches> sides_{};  // side(), then the branches
   cudaMemPool_t pool_ = nullptr;
   std::array<void*, 2> staging_{};
   std::array<cudaEvent_t, 2> staging_done_{};

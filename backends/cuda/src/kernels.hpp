@@ -105,8 +105,10 @@ void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& w
 void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d);
 // Its second half, once per rotation: the inner product of the extended
 // digits and of d, both read through X -> X^galois_element, with `key`,
-// then ModDown into `out` (the P slots' part on `side`, as key_switch).
+// then ModDown into `out`, on l.stream (the P slots' part on side->stream,
+// as key_switch, unless side is null). Rotations of one batch may run on
+// different streams, each with its own work.accumulators and work.converted.
 void rotate_extended(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream& side);
+                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream* side);
 
 }  // namespace fhelium::cuda::kernels

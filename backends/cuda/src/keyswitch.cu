@@ -733,23 +733,23 @@ void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
 
 // The inner product (inner_product(l, begin, count) fills the accumulators'
 // slots [begin, begin + count)) and ModDown. Split: the P slots' inner
-// product and mod_down_special on side.stream, the Q slots' inner product on
-// the main stream; the two share no output, and ModDown's last kernel waits
-// for both. The P part is a chain of small latency-bound launches (at 2^14
+// product and mod_down_special on side->stream, the Q slots' inner product
+// on the main stream; the two share no output, and ModDown's last kernel
+// waits for both. Without a side stream all runs on l.stream. The P part is a chain of small latency-bound launches (at 2^14
 // the INTT of the 60-bit P limbs alone is about 8 us) that the Q slots'
 // inner product hides.
 template <class InnerProduct>
 void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
-                            const KeySwitchOutput& out, const SideStream& side, InnerProduct&& inner_product) {
+                            const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product) {
   const int q_slots = ks.level + 1;
-  if (split_key_switch()) {
+  if (side != nullptr && split_key_switch()) {
     Launch beside = l;
-    beside.stream = side.stream;
-    side.fork(l.stream);
+    beside.stream = side->stream;
+    side->fork(l.stream);
     inner_product(beside, q_slots, ks.specials);
     mod_down_special(beside, ks, work);
     inner_product(l, 0, q_slots);
-    side.join(l.stream);
+    side->join(l.stream);
   } else {
     inner_product(l, 0, q_slots + ks.specials);
     mod_down_special(l, ks, work);
@@ -774,13 +774,13 @@ void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& w
   const u64* own = tensor != nullptr ? work.product : d;
   if (fused_inner_product(l, ks)) {
     mod_up_columns(l, ks, work, d, galois_element, tensor);
-    inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
+    inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
       tile_inner_product(at, ks, work, own, key, galois_element, begin, count);
     });
     return;
   }
   mod_up_full(l, ks, work, d, galois_element, tensor);
-  inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
+  inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
     inner_product(at, ks, work, own, key, 0, galois_element, begin, count);
   });
 }
@@ -790,7 +790,7 @@ void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
 }
 
 void rotate_extended(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
-                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream& side) {
+                     u32 galois_element, const u64* key, const KeySwitchOutput& out, const SideStream* side) {
   inner_product_mod_down(l, ks, work, out, side, [&](const Launch& at, int begin, int count) {
     inner_product(at, ks, work, d, key, galois_element, galois_element, begin, count);
   });
