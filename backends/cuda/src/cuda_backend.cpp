@@ -106,7 +106,10 @@ class CudaRecording final : public Recording {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(CudaBackendOptions options) : runtime_(std::make_shared<DeviceRuntime>(options.device)) {}
-  ~CudaBackend() override { runtime_->abort_capture(); }  // breaks the runtime <-> arena cycle
+  ~CudaBackend() override {
+    runtime_->abort_capture();           // breaks the runtime <-> arena cycle
+    cudaSetDevice(runtime_->device());   // eager_graphs_ goes next, on this device
+  }
 
   std::string name() const override { return "cuda"; }
   cudaStream_t stream() const { return runtime_->stream(); }
@@ -411,12 +414,14 @@ class CudaBackend final : public Backend {
       // The rotations' inner products and ModDowns (latency-bound launches
       // of a few hundred blocks at 2^14) run side by side on the runtime's
       // branches, each with its own accumulators, when the context has
-      // branch workspaces and no output overlaps the input or another output.
+      // branch workspaces and no two outputs overlap (one after the other,
+      // the later rotation's output would win; side by side they would race).
       const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work();
       const std::size_t used = std::min(outs.size(), branches.size());
       static const bool branches_on = !env_is("FHELIUM_CUDA_HOISTED_BRANCHES", "0");  // A/B
-      const bool side_by_side = branches_on && used > 1 && no_overlap(in, o, 2 * poly);
-      issue_as_graph(op, a.limbs, static_cast<int>(outs.size()), [&] {
+      const bool side_by_side = branches_on && used > 1 && outputs_apart(o, 2 * poly);
+      // Side by side or not is another graph topology: another shape.
+      issue_as_graph(op, a.limbs, static_cast<int>(outs.size()) * (side_by_side ? -1 : 1), [&] {
         kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
         if (!side_by_side) {
           for (std::size_t r = 0; r < outs.size(); ++r) {
@@ -428,9 +433,8 @@ class CudaBackend final : public Backend {
         for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).fork(op.launch.stream);
         for (std::size_t r = 0; r < outs.size(); ++r) {
           const std::size_t b = r % used;
-          kernels::Launch at = op.launch;
-          at.stream = runtime_->branch(static_cast<int>(b)).stream;
-          kernels::rotate_extended(at, ks, branches[b], c1, galois_elements[r], k[r], output(r), nullptr);
+          kernels::rotate_extended(op.launch.on(runtime_->branch(static_cast<int>(b)).stream), ks, branches[b], c1,
+                                   galois_elements[r], k[r], output(r), nullptr);
         }
         for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).join(op.launch.stream);
       });
@@ -438,12 +442,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // Whether the outputs (`words` words from each data pointer) overlap
-  // neither the input's first `words` words nor each other.
-  static bool no_overlap(const kernels::Poly& in, const std::vector<kernels::Poly>& outs, std::size_t words) {
+  // Whether no two outputs (`words` words from each data pointer) overlap.
+  static bool outputs_apart(const std::vector<kernels::Poly>& outs, std::size_t words) {
     auto apart = [words](const u64* x, const u64* y) { return x + words <= y || y + words <= x; };
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      if (!apart(outs[i].data, in.data)) return false;
       for (std::size_t j = 0; j < i; ++j) {
         if (!apart(outs[i].data, outs[j].data)) return false;
       }
@@ -451,16 +453,27 @@ class CudaBackend final : public Backend {
     return true;
   }
 
-  // Issues an operation's kernels (`issue`) through the executable graph kept
-  // for its shape (EagerGraphs), or directly while the stream is being
-  // captured (they are then part of that capture).
+  // Issues an operation's kernels (`issue`, launching on op.launch.stream)
+  // through the executable graph kept for its shape (EagerGraphs: during
+  // issue, op.launch.stream is its capture stream), or directly while the
+  // stream is being captured (they are then part of that capture).
   template <class Op, class F>
-  void issue_as_graph(const Op& op, int limbs, int count, F&& issue) {
+  void issue_as_graph(Op& op, int limbs, int count, F&& issue) {
     if (!EagerGraphs::enabled() || runtime_->stream_capturing()) {
       issue();
       return;
     }
-    eager_graphs_.run(op.launch.stream, {op.what, &op.ctx, limbs, count}, issue);
+    const cudaStream_t stream = op.launch.stream;
+    try {
+      eager_graphs_.run(stream, {op.what, &op.ctx, limbs, count}, [&](cudaStream_t capture) {
+        op.launch.stream = capture;
+        issue();
+      });
+    } catch (...) {
+      op.launch.stream = stream;
+      throw;
+    }
+    op.launch.stream = stream;
   }
 
   // Runs `issue`; when it throws during a capture, the capture is ended and

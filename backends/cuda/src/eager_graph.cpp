@@ -6,8 +6,14 @@
 namespace fhelium::cuda {
 
 EagerGraphs::~EagerGraphs() {
-  for (const auto& [shape, exec] : executables_) cudaGraphExecDestroy(exec);  // in-flight launches finish first
+  clear();
+  if (capture_) cudaStreamDestroy(capture_);
   (void)cudaGetLastError();
+}
+
+void EagerGraphs::clear() noexcept {
+  for (const auto& [shape, exec] : executables_) cudaGraphExecDestroy(exec);  // in-flight launches finish first
+  executables_.clear();
 }
 
 bool EagerGraphs::enabled() {
@@ -15,19 +21,25 @@ bool EagerGraphs::enabled() {
   return on;
 }
 
-void EagerGraphs::run(cudaStream_t stream, const Shape& shape, const std::function<void()>& issue) {
+void EagerGraphs::run(cudaStream_t stream, const Shape& shape,
+                      const std::function<void(cudaStream_t capture)>& issue) {
+  if (!capture_) check(cudaStreamCreateWithFlags(&capture_, cudaStreamNonBlocking), "cudaStreamCreate (eager graph)");
   // Thread-local mode: only this thread's unsafe calls would end the capture.
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture (eager graph)");
+  check(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture (eager graph)");
   cudaGraph_t graph = nullptr;
   try {
-    issue();
+    issue(capture_);
   } catch (...) {
-    (void)cudaStreamEndCapture(stream, &graph);
+    (void)cudaStreamEndCapture(capture_, &graph);
     if (graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
     throw;
   }
-  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture (eager graph)");
+  const cudaError_t ended = cudaStreamEndCapture(capture_, &graph);
+  if (ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    throw_cuda_error(ended, "cudaStreamEndCapture (eager graph)");
+  }
   auto kept = executables_.find(shape);
   cudaError_t error = cudaSuccess;
   if (kept != executables_.end()) {
@@ -40,10 +52,7 @@ void EagerGraphs::run(cudaStream_t stream, const Shape& shape, const std::functi
     }
   }
   if (kept == executables_.end()) {
-    if (executables_.size() >= max_kept) {
-      for (const auto& [s, exec] : executables_) cudaGraphExecDestroy(exec);
-      executables_.clear();
-    }
+    if (executables_.size() >= max_kept) clear();
     cudaGraphExec_t exec = nullptr;
     // The side stream's kernels keep their higher priority (kernel nodes take it from the captured stream).
     error = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);

@@ -25,6 +25,12 @@ struct Launch {
   NttTables tables;  // tables.primes: the primes by key limb
   u32 n;
   int max_level;  // L: key limbs 0..L are Q primes, L+1.. are P primes
+  // The same launch on another stream.
+  Launch on(cudaStream_t other) const {
+    Launch l = *this;
+    l.stream = other;
+    return l;
+  }
 };
 
 // ---- element-wise (elementwise.cu) ----
@@ -81,8 +87,9 @@ struct Tensor {
 };
 
 // Where ModDown puts a key switch's result: out_c = ModDown(accumulator_c)
-// + add_c, c = 0, 1 (add_c may be null, or out_c itself; add0 is read
-// through X -> X^add0_galois unless that is 0).
+// + add_c, c = 0, 1 (add_c may be null; add0 is read through
+// X -> X^add0_galois unless that is 0, and may be out0 only then; add1 may
+// be out1).
 struct KeySwitchOutput {
   u64* out0;
   const u64* add0;
@@ -96,7 +103,7 @@ struct KeySwitchOutput {
 // 0): ModUp, the inner product with `key`, ModDown into `out`. The part
 // that needs only the P slots (their inner product, ModDown's transform of
 // them) runs on side.stream beside the Q slots' inner product, and is
-// joined before ModDown's last kernel.
+// joined before ModDown's final NTT.
 void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
                 const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor = nullptr);
 

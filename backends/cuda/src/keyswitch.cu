@@ -59,12 +59,12 @@ __device__ __forceinline__ u64 product_mod(u64 x, u64 y, const DevPrime& p, u64 
 }
 
 // ModUp's input a1 b1 of a multiply + relinearize, computed as it is loaded
-// and stored to d2 (work.product: every word is loaded exactly once) for the
-// inner product.
+// and stored to `product` (work.product: every word is loaded exactly once)
+// for the inner product.
 struct TensorBatch {
   const u64* a1;
   const u64* b1;
-  u64* d2;
+  u64* product;
   u64* out;
   const DevPrime* primes;
   u64 fp_limit;
@@ -74,7 +74,7 @@ struct TensorBatch {
   __device__ u64 load(int b, u32 pos) const {
     const std::size_t i = static_cast<std::size_t>(b) * n + pos;
     const u64 v = product_mod(a1[i], b1[i], primes[b], fp_limit);
-    d2[i] = v;
+    product[i] = v;
     return v;
   }
   __device__ u64* inter(int b) const { return out + static_cast<std::size_t>(b) * n; }
@@ -552,7 +552,7 @@ void with_mod_up_input(const Launch& l, const KeySwitchWork& work, const u64* d,
 
 // Whether ModUp's forward tile pass and the inner product run as one
 // cluster kernel: one prime per digit, at most 8 digits, 2^10-word tiles
-// after a fused column pass (2^11..2^15).
+// after a fused column pass (2^11..2^14).
 bool fused_inner_product(const Launch& l, const KeySwitchView& ks) {
   return ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n) &&
          ntt::shape_for(l.tables.log_n).log_tile == tip_log_tile && ks.digits >= 1 && ks.digits <= 8 &&
@@ -673,6 +673,17 @@ void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork
   }
 }
 
+// How ModDown runs: with one special prime in two launches (the one-launch
+// cluster transforms, 2^14) or three (a fused column pass, 2^11..2^13);
+// otherwise INTT, conversion P -> Q_l and NTT.
+enum class ModDownPath { cluster, fused_columns, general };
+
+ModDownPath mod_down_path(const Launch& l, const KeySwitchView& ks) {
+  if (ks.specials == 1 && ntt::cluster_ntt(l.tables.log_n)) return ModDownPath::cluster;
+  if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) return ModDownPath::fused_columns;
+  return ModDownPath::general;
+}
+
 // ModDown's kernels that read only the accumulators' P slots: their INTT (in
 // place), and where a separate kernel lifts them to Q_l, that kernel (into
 // work.converted).
@@ -680,9 +691,10 @@ void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchW
   const int slots = slots_of(ks);
   const int limbs = ks.level + 1;
   const SpecialBatch special{work.accumulators, l.n, slots, ks.level, l.max_level, ks.specials};
-  if (ks.specials == 1 && ntt::cluster_ntt(l.tables.log_n)) {
+  const ModDownPath path = mod_down_path(l, ks);
+  if (path == ModDownPath::cluster) {
     ntt::inverse(l.tables, special, 2, l.stream);
-  } else if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
+  } else if (path == ModDownPath::fused_columns) {
     // INTT tiles of P, then (INTT columns, lift, NTT columns).
     ntt::inverse_tiles_only(l.tables, special, 2, l.stream);
     const ModDownColumns columns{
@@ -703,8 +715,8 @@ void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchW
   }
 }
 
-// ModDown's last kernel, after mod_down_special: the NTT of the lifted P
-// part with out_c = (acc_c - conv_c) P^-1 + add_c in its store.
+// ModDown's final NTT, after mod_down_special: the NTT of the lifted P part
+// with out_c = (acc_c - conv_c) P^-1 + add_c in its store.
 void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o) {
   const int limbs = ks.level + 1;
   const ModDownBatch batch{work.converted,
@@ -721,10 +733,11 @@ void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
                            ks.p_inverse,
                            ks.p_inverse_shoup,
                            l.tables.primes};
-  if (ks.specials == 1 && ntt::cluster_ntt(l.tables.log_n)) {
+  const ModDownPath path = mod_down_path(l, ks);
+  if (path == ModDownPath::cluster) {
     const ModDownLiftBatch lift{batch, ks.mod_down.overflow_mod_to, l.max_level + 1};
     ntt::forward(l.tables, lift, 2 * limbs, l.stream);
-  } else if (ks.specials == 1 && ntt::fuse_columns(l.tables.log_n)) {
+  } else if (path == ModDownPath::fused_columns) {
     ntt::forward_tiles_only(l.tables, batch, 2 * limbs, l.stream);
   } else {
     ntt::forward(l.tables, batch, 2 * limbs, l.stream);
@@ -734,7 +747,7 @@ void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
 // The inner product (inner_product(l, begin, count) fills the accumulators'
 // slots [begin, begin + count)) and ModDown. Split: the P slots' inner
 // product and mod_down_special on side->stream, the Q slots' inner product
-// on the main stream; the two share no output, and ModDown's last kernel
+// on the main stream; the two share no output, and ModDown's final NTT
 // waits for both. Without a side stream all runs on l.stream. The P part is a chain of small latency-bound launches (at 2^14
 // the INTT of the 60-bit P limbs alone is about 8 us) that the Q slots'
 // inner product hides.
@@ -743,8 +756,7 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
                             const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product) {
   const int q_slots = ks.level + 1;
   if (side != nullptr && split_key_switch()) {
-    Launch beside = l;
-    beside.stream = side->stream;
+    const Launch beside = l.on(side->stream);
     side->fork(l.stream);
     inner_product(beside, q_slots, ks.specials);
     mod_down_special(beside, ks, work);
