@@ -142,6 +142,71 @@ TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   backend->synchronize();
 }
 
+// Wide: eight independent chains whose temporaries are dropped as soon as
+// they are read, so later, unrelated operations reuse their blocks (writes
+// after reads on other capture lanes); a pairwise sum; two rotations that
+// share the key-switching workspace but not their data.
+std::vector<Ciphertext> wide_schedule(const Engine& e, const Ciphertext& a, const Ciphertext& b,
+                                      const GaloisKeys& gk) {
+  std::vector<Ciphertext> terms;
+  for (int i = 0; i < 8; ++i) {
+    Ciphertext t = e.add_scalar(i % 2 ? a : b, 0.125 * i);
+    for (int k = 0; k < i % 3 + 1; ++k) t = e.sub(e.add(t, a), e.negate(b));
+    terms.push_back(std::move(t));
+  }
+  while (terms.size() > 1) {
+    std::vector<Ciphertext> next;
+    for (std::size_t i = 0; i < terms.size(); i += 2) next.push_back(e.add(terms[i], terms[i + 1]));
+    terms = std::move(next);
+  }
+  std::vector<Ciphertext> out{terms[0], e.rotate(a, 1, gk), e.rotate(b, -3, gk)};
+  out.push_back(e.add(out[1], out[2]));
+  return out;
+}
+
+TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
+  REQUIRE_GPU();
+  const auto context = Context::create(small_params(13, 4, 2));
+  Csprng rng(test_seed(11));
+  KeyGenerator keygen(context, rng);
+  const SecretKey sk = keygen.secret_key();
+  const PublicKey pk = keygen.public_key(sk);
+  Encoder encoder(context);
+  Encryptor encryptor(context, rng);
+  auto backend = cuda::make_cuda_backend();
+  Engine gpu(context, backend);
+  Engine cpu(context, cpu::make_cpu_backend());
+  std::vector<HostSwitchKey> galois;
+  for (long s : steps) galois.push_back(keygen.galois_key(sk, context->galois_element(s)));
+  const GaloisKeys gpu_gk = gpu.upload_galois_keys(galois);
+  const GaloisKeys cpu_gk = cpu.upload_galois_keys(galois);
+  std::mt19937_64 gen(17);
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  auto encrypt = [&] {
+    std::vector<std::complex<double>> m(context->ring_degree() / 2);
+    for (auto& x : m) x = {d(gen), d(gen)};
+    return encryptor.encrypt(encoder.encode(m, context->max_level(), context->params().scale), pk);
+  };
+  const Ciphertext a = gpu.upload_ciphertext(encrypt());
+  const Ciphertext b = gpu.upload_ciphertext(encrypt());
+  backend->begin_capture();
+  const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, gpu_gk);
+  const std::unique_ptr<Recording> recording = backend->end_capture();
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE("input set " + std::to_string(k));
+    const HostValue host_a = encrypt();
+    const HostValue host_b = encrypt();
+    backend->copy(*a.buffer, *gpu.upload_ciphertext(host_a).buffer, a.buffer->size_bytes(), nullptr);
+    backend->copy(*b.buffer, *gpu.upload_ciphertext(host_b).buffer, b.buffer->size_bytes(), nullptr);
+    recording->launch();
+    const std::vector<HostValue> replayed = download_all(gpu, captured);
+    expect_same(download_all(gpu, wide_schedule(gpu, a, b, gpu_gk)), replayed, "replay vs eager CUDA");
+    expect_same(download_all(cpu, wide_schedule(cpu, cpu.upload_ciphertext(host_a), cpu.upload_ciphertext(host_b),
+                                                cpu_gk)),
+                replayed, "replay vs CPU");
+  }
+}
+
 void expect_refused(const char* call, const std::function<void()>& f) {
   try {
     f();

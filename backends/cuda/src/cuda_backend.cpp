@@ -12,6 +12,7 @@
 #include "fhelium/cuda/cuda_backend.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -179,16 +180,26 @@ class CudaBackend final : public Backend {
     check(cudaEventSynchronize(e), "cudaEventSynchronize (synchronize_event)");
   }
 
-  // During a capture every copy is recorded on the backend's stream (the
-  // graph is one stream's work), as the CPU backend records it.
+  // During a capture a copy is recorded on a capture lane like an operation
+  // (after what wrote its source or last used its destination), whatever
+  // `stream` was given: the graph is the backend stream's work.
   void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
     guarded("copy", [&] {
       void* to = device_buffer(dst, bytes, "copy (destination)").data();
       const void* from = device_buffer(src, bytes, "copy (source)").data();
-      const cudaStream_t s = runtime_->capturing() ? runtime_->stream() : stream_of(stream, "copy");
       if (bytes == 0) return;
+      std::lock_guard lock(mutex_);
       runtime_->activate();
-      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync (copy)");
+      if (!runtime_->capturing()) {
+        check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_of(stream, "copy")),
+              "cudaMemcpyAsync (copy)");
+        return;
+      }
+      const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+      const MemoryAccess accesses[] = {{at(from), at(from) + bytes, false}, {at(to), at(to) + bytes, true}};
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, runtime_->stream_for(accesses)),
+            "cudaMemcpyAsync (copy)");
+      runtime_->operation_issued();
     });
   }
 
@@ -230,21 +241,24 @@ class CudaBackend final : public Backend {
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("add", [&] {
       Op op(*this, bc, "add");
-      kernels::add(op.launch, op.poly(out), op.poly(a), op.poly(b));
+      const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      op.issue([&] { kernels::add(op.launch, o, x, y); });
     });
   }
 
   void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("sub", [&] {
       Op op(*this, bc, "sub");
-      kernels::sub(op.launch, op.poly(out), op.poly(a), op.poly(b));
+      const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      op.issue([&] { kernels::sub(op.launch, o, x, y); });
     });
   }
 
   void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     guarded("negate", [&] {
       Op op(*this, bc, "negate");
-      kernels::negate(op.launch, op.poly(out), op.poly(a));
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::negate(op.launch, o, x); });
     });
   }
 
@@ -253,7 +267,8 @@ class CudaBackend final : public Backend {
     guarded("add_constant", [&] {
       Op op(*this, bc, "add_constant");
       op.require_residues(residues, out.limbs);
-      kernels::add_constant(op.launch, op.poly(out), op.poly(a), residues, ntt_domain);
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::add_constant(op.launch, o, x, residues, ntt_domain); });
     });
   }
 
@@ -267,35 +282,40 @@ class CudaBackend final : public Backend {
         const auto index = static_cast<std::size_t>(i);
         shoup_constants[index] = shoup(residues[index], op.context.q()[index].value);
       }
-      kernels::multiply_constant(op.launch, op.poly(out), op.poly(a), residues, shoup_constants);
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::multiply_constant(op.launch, o, x, residues, shoup_constants); });
     });
   }
 
   void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
     guarded("multiply_plain", [&] {
       Op op(*this, bc, "multiply_plain");
-      kernels::multiply_plain(op.launch, op.poly(out), op.poly(a), op.poly(p));
+      const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(p);
+      op.issue([&] { kernels::multiply_plain(op.launch, o, x, y); });
     });
   }
 
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("multiply", [&] {
       Op op(*this, bc, "multiply");
-      kernels::multiply(op.launch, op.poly(out), op.poly(a), op.poly(b));
+      const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      op.issue([&] { kernels::multiply(op.launch, o, x, y); });
     });
   }
 
   void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     guarded("to_ntt", [&] {
       Op op(*this, bc, "to_ntt");
-      kernels::to_ntt(op.launch, op.poly(out), op.poly(a));
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::to_ntt(op.launch, o, x); });
     });
   }
 
   void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     guarded("to_coefficient", [&] {
       Op op(*this, bc, "to_coefficient");
-      kernels::to_coefficient(op.launch, op.poly(out), op.poly(a));
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::to_coefficient(op.launch, o, x); });
     });
   }
 
@@ -306,30 +326,36 @@ class CudaBackend final : public Backend {
         throw BackendError("cuda rescale: input has " + std::to_string(a.limbs) + " limbs and output " +
                            std::to_string(out.limbs) + ", expected one limb fewer (and at most 3 components)");
       }
-      kernels::rescale(op.launch, op.ctx.rescale(out.limbs), op.poly(out), op.poly(a), op.ctx.rescale_temp());
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.uses(op.ctx.rescale_temp());
+      op.issue([&] { kernels::rescale(op.launch, op.ctx.rescale(out.limbs), o, x, op.ctx.rescale_temp()); });
     });
   }
 
   void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     guarded("drop_limbs", [&] {
       Op op(*this, bc, "drop_limbs");
-      kernels::copy_limbs(op.launch, op.poly(out), op.poly(a));
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::copy_limbs(op.launch, o, x); });
     });
   }
 
   void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     guarded("relinearize", [&] {
       Op op(*this, bc, "relinearize");
-      const kernels::Poly in = op.poly(a);
-      const kernels::Poly o = op.poly(out);
+      const kernels::Poly in = op.in(a);
+      const kernels::Poly o = op.out(out);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
+      op.uses(&op.ctx.work());
       const std::size_t limb = op.launch.n;
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
       const u64* c2 = in.data + 2 * poly;
-      issue_as_graph(op, a.limbs, 0, [&] {
-        kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k,
-                            {o.data, in.data, 0, o.data + poly, in.data + poly}, runtime_->side());
+      op.issue([&] {
+        issue_as_graph(op, a.limbs, 0, [&] {
+          kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k,
+                              {o.data, in.data, 0, o.data + poly, in.data + poly}, runtime_->side());
+        });
       });
     });
   }
@@ -343,12 +369,14 @@ class CudaBackend final : public Backend {
   // At 2^16 the two calls run (the one call gained nothing there, v14).
   void multiply_relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
-    if (bc.context().ring_degree() > (1u << 15)) return Backend::multiply_relinearize(bc, out, a, b, key);
+    if (!Op::context_of(bc, "multiply_relinearize").fuses_multiply()) {
+      return Backend::multiply_relinearize(bc, out, a, b, key);
+    }
     guarded("multiply_relinearize", [&] {
       Op op(*this, bc, "multiply_relinearize");
-      const kernels::Poly pa = op.poly(a);
-      const kernels::Poly pb = op.poly(b);
-      const kernels::Poly o = op.poly(out);
+      const kernels::Poly pa = op.in(a);
+      const kernels::Poly pb = op.in(b);
+      const kernels::Poly o = op.out(out);
       if (pa.components != 2 || pb.components != 2 || o.components != 2 || pb.limbs != pa.limbs ||
           o.limbs != pa.limbs) {
         throw BackendError("cuda multiply_relinearize: operands of " + std::to_string(pa.components) + " and " +
@@ -358,12 +386,15 @@ class CudaBackend final : public Backend {
       }
       const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
       const u64* k = op.key(key);
+      op.uses(&op.ctx.work());
       const std::size_t poly = static_cast<std::size_t>(pa.limbs) * op.launch.n;
-      issue_as_graph(op, pa.limbs, 0, [&] {
-        kernels::multiply_linear(op.launch, o, pa, pb);
-        const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
-        kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
-                            {o.data, o.data, 0, o.data + poly, o.data + poly}, runtime_->side(), &tensor);
+      op.issue([&] {
+        issue_as_graph(op, pa.limbs, 0, [&] {
+          kernels::multiply_linear(op.launch, o, pa, pb);
+          const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
+          kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
+                              {o.data, o.data, 0, o.data + poly, o.data + poly}, runtime_->side(), &tensor);
+        });
       });
     });
   }
@@ -372,18 +403,21 @@ class CudaBackend final : public Backend {
               const KeyArg& key) override {
     guarded("rotate", [&] {
       Op op(*this, bc, "rotate");
-      const kernels::Poly in = op.poly(a);
-      const kernels::Poly o = op.poly(out);
+      const kernels::Poly in = op.in(a);
+      const kernels::Poly o = op.out(out);
       op.require_galois(galois_element);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
+      op.uses(&op.ctx.work());
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
       // g(c1) is never materialised: ModUp and the inner product read c1 through
       // the permutation, ModDown adds c0 through it.
       const u64* c1 = in.data + poly;
-      issue_as_graph(op, a.limbs, 0, [&] {
-        kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
-                            {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
+      op.issue([&] {
+        issue_as_graph(op, a.limbs, 0, [&] {
+          kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
+                              {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
+        });
       });
     });
   }
@@ -397,12 +431,13 @@ class CudaBackend final : public Backend {
                            std::to_string(galois_elements.size()) + " Galois elements and " +
                            std::to_string(keys.size()) + " keys, expected equal counts");
       }
-      const kernels::Poly in = op.poly(a);
+      const kernels::Poly in = op.in(a);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
+      op.uses(&op.ctx.work());
       std::vector<kernels::Poly> o;
       std::vector<const u64*> k;
       for (std::size_t r = 0; r < outs.size(); ++r) {
-        o.push_back(op.poly(outs[r]));
+        o.push_back(op.out(outs[r]));
         k.push_back(op.key(keys[r]));
         op.require_galois(galois_elements[r]);
       }
@@ -421,22 +456,24 @@ class CudaBackend final : public Backend {
       static const bool branches_on = !env_is("FHELIUM_CUDA_HOISTED_BRANCHES", "0");  // A/B
       const bool side_by_side = branches_on && used > 1 && outputs_apart(o, 2 * poly);
       // Side by side or not is another graph topology: another shape.
-      issue_as_graph(op, a.limbs, static_cast<int>(outs.size()) * (side_by_side ? -1 : 1), [&] {
-        kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
-        if (!side_by_side) {
-          for (std::size_t r = 0; r < outs.size(); ++r) {
-            kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r], output(r),
-                                     &runtime_->side());
+      op.issue([&] {
+        issue_as_graph(op, a.limbs, static_cast<int>(outs.size()) * (side_by_side ? -1 : 1), [&] {
+          kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
+          if (!side_by_side) {
+            for (std::size_t r = 0; r < outs.size(); ++r) {
+              kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r], output(r),
+                                       &runtime_->side());
+            }
+            return;
           }
-          return;
-        }
-        for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).fork(op.launch.stream);
-        for (std::size_t r = 0; r < outs.size(); ++r) {
-          const std::size_t b = r % used;
-          kernels::rotate_extended(op.launch.on(runtime_->branch(static_cast<int>(b)).stream), ks, branches[b], c1,
-                                   galois_elements[r], k[r], output(r), nullptr);
-        }
-        for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).join(op.launch.stream);
+          for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).fork(op.launch.stream);
+          for (std::size_t r = 0; r < outs.size(); ++r) {
+            const std::size_t b = r % used;
+            kernels::rotate_extended(op.launch.on(runtime_->branch(static_cast<int>(b)).stream), ks, branches[b], c1,
+                                     galois_elements[r], k[r], output(r), nullptr);
+          }
+          for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).join(op.launch.stream);
+        });
       });
     });
   }
@@ -543,6 +580,32 @@ class CudaBackend final : public Backend {
       return *c;
     }
 
+    // The operation's inputs and outputs, declared before issue(): during a
+    // capture they decide which earlier operations it waits for.
+    kernels::Poly in(const PolyArg& p) { return touch(poly(p), false); }
+    kernels::Poly out(const PolyArg& p) { return touch(poly(p), true); }
+    // A workspace the operation writes (named by its host address or its device memory).
+    void uses(const void* workspace) {
+      const auto at = reinterpret_cast<std::uintptr_t>(workspace);
+      accesses.push_back({at, at + 1, true});
+    }
+    // Runs `launches` (kernels on launch.stream) on the stream the device
+    // runtime gives for the declared accesses (a capture lane, or its stream).
+    template <class F>
+    void issue(F&& launches) {
+      launch.stream = ctx.runtime()->stream_for(accesses);
+      launches();
+      ctx.runtime()->operation_issued();
+    }
+
+    kernels::Poly touch(kernels::Poly p, bool write) {
+      const auto at = reinterpret_cast<std::uintptr_t>(p.data);
+      const std::size_t bytes = static_cast<std::size_t>(p.components) * static_cast<std::size_t>(p.limbs) *
+                                context.ring_degree() * sizeof(u64);
+      accesses.push_back({at, at + bytes, write});
+      return p;
+    }
+
     kernels::Poly poly(const PolyArg& p) const {
       if (!p.buffer) throw BackendError(std::string("cuda ") + what + ": null buffer");
       if (p.components < 1 || p.components > 3 || p.limbs < 1 || p.limbs > context.key_limbs()) {
@@ -587,6 +650,7 @@ class CudaBackend final : public Backend {
     const Context& context;
     kernels::Launch launch;
     const char* what;
+    std::vector<MemoryAccess> accesses;
   };
 
   std::shared_ptr<DeviceRuntime> runtime_;

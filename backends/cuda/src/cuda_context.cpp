@@ -214,9 +214,10 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   extended_ = DeviceAllocation(runtime_, digits * slots * bytes_per_limb);
   accumulators_ = DeviceAllocation(runtime_, 2 * slots * bytes_per_limb);
   converted_ = DeviceAllocation(runtime_, 2 * q_limbs * bytes_per_limb);
-  product_ = DeviceAllocation(runtime_, q_limbs * bytes_per_limb);
+  const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
+  if (product_limbs > 0) product_ = DeviceAllocation(runtime_, product_limbs * bytes_per_limb);
   rescale_temp_ = DeviceAllocation(runtime_, 3 * bytes_per_limb);
-  workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 3 * q_limbs + 3) * bytes_per_limb;
+  workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 2 * q_limbs + product_limbs + 3) * bytes_per_limb;
   work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words(), product_.words()};
   if (n <= (std::size_t{1} << 15)) {
     for (int b = 0; b < DeviceRuntime::branches; ++b) {

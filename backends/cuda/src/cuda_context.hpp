@@ -55,6 +55,11 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   const Context& context() const override { return *context_; }
   const std::shared_ptr<DeviceRuntime>& runtime() const { return runtime_; }
 
+  // Up to this ring degree multiply_relinearize is one fused call (its
+  // product a1 b1 in work().product); above it, the two calls (and no product).
+  static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
+  bool fuses_multiply() const { return context_->ring_degree() <= fused_multiply_limit; }
+
   kernels::Launch launch() const;
   const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
   const RescaleView& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }

@@ -5,10 +5,21 @@
 #include <cstring>
 #include <limits>
 
+#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "fhelium/error.hpp"
 
 namespace fhelium::cuda {
+
+void kernels::SideStream::fork(cudaStream_t main) const {
+  check(cudaEventRecord(fork_event, main), "cudaEventRecord (fork)");
+  check(cudaStreamWaitEvent(stream, fork_event, 0), "cudaStreamWaitEvent (fork)");
+}
+
+void kernels::SideStream::join(cudaStream_t main) const {
+  check(cudaEventRecord(join_event, stream), "cudaEventRecord (join)");
+  check(cudaStreamWaitEvent(main, join_event, 0), "cudaStreamWaitEvent (join)");
+}
 
 DeviceRuntime::DeviceRuntime(int device) : device_(device) {
   int count = 0;
@@ -43,6 +54,7 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
       check(cudaEventCreateWithFlags(&s.fork_event, cudaEventDisableTiming), "cudaEventCreate (fork)");
       check(cudaEventCreateWithFlags(&s.join_event, cudaEventDisableTiming), "cudaEventCreate (join)");
     }
+    lanes_ = std::make_unique<CaptureLanes>();
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -62,6 +74,7 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
       if (staging_[i]) cudaFreeHost(staging_[i]);
     }
     if (pool_) cudaMemPoolDestroy(pool_);
+    lanes_.reset();
     destroy_sides();
     if (stream_) cudaStreamDestroy(stream_);
     throw;
@@ -77,6 +90,7 @@ DeviceRuntime::~DeviceRuntime() {
     cudaFreeHost(staging_[i]);
   }
   cudaMemPoolDestroy(pool_);
+  lanes_.reset();
   destroy_sides();
   cudaStreamDestroy(stream_);
 }
@@ -225,6 +239,15 @@ void DeviceRuntime::begin_capture() {
   activate();
   auto arena = std::make_shared<CaptureArena>(shared_from_this());  // empty: its destructor frees nothing
   check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  try {
+    lanes_->begin(stream_);
+  } catch (...) {
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    throw;
+  }
   capture_arena_ = std::move(arena);
   capturing_.store(true, std::memory_order_release);
 }
@@ -236,7 +259,11 @@ DeviceRuntime::Captured DeviceRuntime::end_capture() {
     std::lock_guard lock(capture_mutex_);
     if (!capture_arena_) throw StateError("cuda end_capture: no capture is in progress (begin_capture first)");
     cudaSetDevice(device_);
-    error = cudaStreamEndCapture(stream_, &captured.graph);
+    error = lanes_->join(stream_);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (error == cudaSuccess) error = ended;
+    captured.graph = graph;
     captured.arena = std::move(capture_arena_);
     capturing_.store(false, std::memory_order_release);
     free_now(deferred_blocks_, deferred_retired_);
@@ -258,6 +285,7 @@ bool DeviceRuntime::abort_capture() noexcept {
     std::lock_guard lock(capture_mutex_);
     if (!capture_arena_) return false;
     cudaSetDevice(device_);
+    (void)lanes_->join(stream_);  // a capture ends only once every stream in it has joined
     (void)cudaStreamEndCapture(stream_, &graph);
     if (graph) cudaGraphDestroy(graph);
     (void)cudaGetLastError();
@@ -269,6 +297,19 @@ bool DeviceRuntime::abort_capture() noexcept {
   }
   arena->close();
   return true;  // the arena goes with its last buffer
+}
+
+cudaStream_t DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses) {
+  static const bool lanes_on = !env_is("FHELIUM_CUDA_CAPTURE_LANES", "0");  // A/B
+  if (!lanes_on || !capturing()) return stream_;
+  std::lock_guard lock(capture_mutex_);
+  return capture_arena_ ? lanes_->schedule(accesses) : stream_;
+}
+
+void DeviceRuntime::operation_issued() {
+  if (!capturing()) return;
+  std::lock_guard lock(capture_mutex_);
+  if (capture_arena_) lanes_->finish();
 }
 
 void DeviceRuntime::retain_during_capture(const std::shared_ptr<const void>& object) {

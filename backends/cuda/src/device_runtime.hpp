@@ -20,11 +20,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "capture_lanes.hpp"
 #include "fhelium/backend.hpp"
 #include "kernels.hpp"
 
@@ -87,6 +89,12 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   bool stream_capturing() const;
   // Throws StateError naming `call` while capturing.
   void refuse_during_capture(const char* call) const;
+  // The stream an operation that touches `accesses` issues its launches on:
+  // during begin_capture's capture a lane, after waiting for the operations
+  // it depends on (capture_lanes.hpp; FHELIUM_CUDA_CAPTURE_LANES=0: the
+  // stream, a chain), else the stream. operation_issued() after its launches.
+  cudaStream_t stream_for(std::span<const MemoryAccess> accesses);
+  void operation_issued();
   // cudaStreamBeginCapture (relaxed mode) with a new arena. StateError when
   // a capture is already in progress.
   void begin_capture();
@@ -119,6 +127,7 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::array<kernels::SideStream, 1 + branches> sides_{};  // side(), then the branches
+  std::unique_ptr<CaptureLanes> lanes_;
   cudaMemPool_t pool_ = nullptr;
   std::array<void*, 2> staging_{};
   std::array<cudaEvent_t, 2> staging_done_{};

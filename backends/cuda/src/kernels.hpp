@@ -62,7 +62,7 @@ struct KeySwitchWork {
   u64* extended;      // digits x (L + 1 + K) x n at the top level
   u64* accumulators;  // 2 x (L + 1 + K) x n
   u64* converted;     // 2 x (L + 1) x n
-  u64* product;       // (L + 1) x n: d = a1 b1 of a multiply + relinearize
+  u64* product;       // (L + 1) x n: d = a1 b1 of a multiply + relinearize (null where not fused)
 };
 
 // A second stream for work beside the main stream's within one operation.

@@ -748,9 +748,9 @@ void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
 // slots [begin, begin + count)) and ModDown. Split: the P slots' inner
 // product and mod_down_special on side->stream, the Q slots' inner product
 // on the main stream; the two share no output, and ModDown's final NTT
-// waits for both. Without a side stream all runs on l.stream. The P part is a chain of small latency-bound launches (at 2^14
-// the INTT of the 60-bit P limbs alone is about 8 us) that the Q slots'
-// inner product hides.
+// waits for both. Without a side stream all runs on l.stream. The P part
+// is a chain of small latency-bound launches (at 2^14 the INTT of the
+// 60-bit P limbs alone is about 8 us) that the Q slots' inner product hides.
 template <class InnerProduct>
 void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
                             const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product) {
@@ -769,16 +769,6 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
   mod_down_finish(l, ks, work, out);
 }
 }  // namespace
-
-void SideStream::fork(cudaStream_t main) const {
-  check(cudaEventRecord(fork_event, main), "cudaEventRecord (fork)");
-  check(cudaStreamWaitEvent(stream, fork_event, 0), "cudaStreamWaitEvent (fork)");
-}
-
-void SideStream::join(cudaStream_t main) const {
-  check(cudaEventRecord(join_event, stream), "cudaEventRecord (join)");
-  check(cudaStreamWaitEvent(main, join_event, 0), "cudaStreamWaitEvent (join)");
-}
 
 void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
                 const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor) {

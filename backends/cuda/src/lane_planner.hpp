@@ -1,0 +1,63 @@
+// Which stream (lane) each operation of a capture goes to, and which earlier
+// operations it must wait for, from the memory each one reads and writes.
+//
+// A capture recorded on one stream is a chain: every operation waits for the
+// one before, even where nothing connects them (eight plaintext products of
+// eight rotations). With lanes, an operation waits only for the earlier
+// operations that wrote what it reads or writes, or read what it writes; the
+// graph then holds the data's own dependencies, and independent latency-bound
+// kernels run side by side on replay. Host-only: tested without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fhelium::cuda {
+
+// Bytes [begin, end) that an operation reads or writes. Host and device share
+// one address space (UVA), so a host object's address can stand for a
+// resource that no device buffer overlaps (a context's workspace).
+struct MemoryAccess {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+  bool write = false;
+};
+
+struct LanePlan {
+  int lane = 0;            // the stream the operation's launches go to
+  bool fork = false;       // the lane's first use: it waits for the capture's start
+  std::vector<int> waits;  // earlier operations (ids), on other lanes, to wait for
+};
+
+class LanePlanner {
+ public:
+  explicit LanePlanner(int lanes);
+
+  int lanes() const { return static_cast<int>(tail_.size()); }
+  // A new capture: no operations, every lane unused.
+  void reset();
+  // Plans the next operation (its id will be operations()) and records it.
+  LanePlan add(std::span<const MemoryAccess> accesses);
+  int operations() const { return static_cast<int>(lane_of_.size()); }
+  // Each lane's last operation (-1: unused): what the end of the capture waits for.
+  const std::vector<int>& tails() const { return tail_; }
+
+ private:
+  struct Recorded {
+    MemoryAccess access;
+    int op;
+  };
+  using Clock = std::vector<int>;  // per lane: the last operation known finished
+
+  // The latest operation on each lane that an operation with `accesses` depends on (-1: none).
+  Clock needs(std::span<const MemoryAccess> accesses) const;
+  int choose_lane(const Clock& need) const;
+
+  std::vector<Recorded> recorded_;
+  std::vector<int> lane_of_;   // per operation
+  std::vector<Clock> clock_;   // per operation: what has finished once it has
+  std::vector<int> tail_;      // per lane
+};
+
+}  // namespace fhelium::cuda
