@@ -167,6 +167,16 @@ TEST(LanePlanner, EveryConflictIsOrderedInARandomSchedule) {
   EXPECT_GT(side_by_side, 0);
 }
 
+TEST(LanePlanner, ALightOperationIsNotQueuedBehindAHeavyOne) {
+  LanePlanner p(2);
+  p.add({{writes(0, 100)}});                      // 0: light, lane 0
+  p.add({{writes(200, 300)}}, true);              // 1: heavy, lane 1
+  const LanePlan light = p.add({{writes(400, 500)}});  // 2: independent of both
+  EXPECT_EQ(light.lane, 0) << "behind the light operation, not the heavy one";
+  const LanePlan after_heavy = p.add({{reads(200, 300), writes(600, 700)}});  // 3: needs 1
+  EXPECT_EQ(after_heavy.lane, 1) << "extends the heavy operation's chain";
+}
+
 TEST(LanePlanner, ResetForgetsThePreviousCapture) {
   LanePlanner p(2);
   p.add({{writes(0, 100)}});

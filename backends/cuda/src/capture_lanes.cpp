@@ -37,14 +37,14 @@ void CaptureLanes::begin(cudaStream_t origin) {
   check(cudaEventRecord(start_, origin), "cudaEventRecord (capture start)");
 }
 
-cudaStream_t CaptureLanes::schedule(std::span<const MemoryAccess> accesses) {
+cudaStream_t CaptureLanes::schedule(std::span<const MemoryAccess> accesses, bool heavy) {
   while (done_.size() <= static_cast<std::size_t>(planner_.operations())) {
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (capture lanes)");
     done_.push_back(e);
   }
   const int id = planner_.operations();
-  const LanePlan plan = planner_.add(accesses);
+  const LanePlan plan = planner_.add(accesses, heavy);
   const cudaStream_t stream = streams_[static_cast<std::size_t>(plan.lane)];
   if (plan.fork) check(cudaStreamWaitEvent(stream, start_, 0), "cudaStreamWaitEvent (capture lane fork)");
   for (const int op : plan.waits) {

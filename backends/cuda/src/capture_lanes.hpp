@@ -27,9 +27,9 @@ class CaptureLanes {
 
   // A capture of `origin` has begun: lanes fork from this point.
   void begin(cudaStream_t origin);
-  // The stream for the next operation, which touches `accesses`, once it has
-  // waited for the operations it depends on.
-  cudaStream_t schedule(std::span<const MemoryAccess> accesses);
+  // The stream for the next operation, which touches `accesses` (`heavy`:
+  // see LanePlanner::add), once it has waited for the operations it depends on.
+  cudaStream_t schedule(std::span<const MemoryAccess> accesses, bool heavy);
   // The operation scheduled last has issued all its launches.
   void finish();
   // `origin` waits for the work of every lane used (before the capture ends).

@@ -347,7 +347,7 @@ class CudaBackend final : public Backend {
       const kernels::Poly o = op.out(out);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
-      op.uses(&op.ctx.work());
+      op.uses_key_switch_work();
       const std::size_t limb = op.launch.n;
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * limb;
       const u64* c2 = in.data + 2 * poly;
@@ -386,7 +386,7 @@ class CudaBackend final : public Backend {
       }
       const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
       const u64* k = op.key(key);
-      op.uses(&op.ctx.work());
+      op.uses_key_switch_work();
       const std::size_t poly = static_cast<std::size_t>(pa.limbs) * op.launch.n;
       op.issue([&] {
         issue_as_graph(op, pa.limbs, 0, [&] {
@@ -408,7 +408,7 @@ class CudaBackend final : public Backend {
       op.require_galois(galois_element);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
-      op.uses(&op.ctx.work());
+      op.uses_key_switch_work();
       const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
       // g(c1) is never materialised: ModUp and the inner product read c1 through
       // the permutation, ModDown adds c0 through it.
@@ -433,7 +433,7 @@ class CudaBackend final : public Backend {
       }
       const kernels::Poly in = op.in(a);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
-      op.uses(&op.ctx.work());
+      op.uses_key_switch_work();
       std::vector<kernels::Poly> o;
       std::vector<const u64*> k;
       for (std::size_t r = 0; r < outs.size(); ++r) {
@@ -589,11 +589,17 @@ class CudaBackend final : public Backend {
       const auto at = reinterpret_cast<std::uintptr_t>(workspace);
       accesses.push_back({at, at + 1, true});
     }
+    // The key-switching workspace: its users take turns, and during a capture
+    // operations that do not need them are kept off the lanes they end (heavy).
+    void uses_key_switch_work() {
+      uses(&ctx.work());
+      heavy = true;
+    }
     // Runs `launches` (kernels on launch.stream) on the stream the device
     // runtime gives for the declared accesses (a capture lane, or its stream).
     template <class F>
     void issue(F&& launches) {
-      launch.stream = ctx.runtime()->stream_for(accesses);
+      launch.stream = ctx.runtime()->stream_for(accesses, heavy);
       launches();
       ctx.runtime()->operation_issued();
     }
@@ -651,6 +657,7 @@ class CudaBackend final : public Backend {
     kernels::Launch launch;
     const char* what;
     std::vector<MemoryAccess> accesses;
+    bool heavy = false;
   };
 
   std::shared_ptr<DeviceRuntime> runtime_;

@@ -299,11 +299,11 @@ bool DeviceRuntime::abort_capture() noexcept {
   return true;  // the arena goes with its last buffer
 }
 
-cudaStream_t DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses) {
+cudaStream_t DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses, bool heavy) {
   static const bool lanes_on = !env_is("FHELIUM_CUDA_CAPTURE_LANES", "0");  // A/B
   if (!lanes_on || !capturing()) return stream_;
   std::lock_guard lock(capture_mutex_);
-  return capture_arena_ ? lanes_->schedule(accesses) : stream_;
+  return capture_arena_ ? lanes_->schedule(accesses, heavy) : stream_;
 }
 
 void DeviceRuntime::operation_issued() {

@@ -93,7 +93,8 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   // during begin_capture's capture a lane, after waiting for the operations
   // it depends on (capture_lanes.hpp; FHELIUM_CUDA_CAPTURE_LANES=0: the
   // stream, a chain), else the stream. operation_issued() after its launches.
-  cudaStream_t stream_for(std::span<const MemoryAccess> accesses);
+  // `heavy`: a key switch (LanePlanner::add).
+  cudaStream_t stream_for(std::span<const MemoryAccess> accesses, bool heavy = false);
   void operation_issued();
   // cudaStreamBeginCapture (relaxed mode) with a new arena. StateError when
   // a capture is already in progress.

@@ -17,6 +17,7 @@ void LanePlanner::reset() {
   recorded_.clear();
   lane_of_.clear();
   clock_.clear();
+  heavy_.clear();
   std::fill(tail_.begin(), tail_.end(), -1);
 }
 
@@ -35,7 +36,8 @@ LanePlanner::Clock LanePlanner::needs(std::span<const MemoryAccess> accesses) co
 
 // Extends the chain of the latest dependency when it is its lane's last
 // operation; otherwise an unused lane, else the lane idle the longest (its
-// last operation is the oldest, the likeliest to have finished already).
+// last operation is the oldest, the likeliest to have finished already),
+// preferring lanes that do not end in a heavy operation.
 int LanePlanner::choose_lane(const Clock& need) const {
   int best = -1;
   for (int lane = 0; lane < lanes(); ++lane) {
@@ -46,11 +48,21 @@ int LanePlanner::choose_lane(const Clock& need) const {
     }
   }
   if (best >= 0) return best;
-  const auto oldest = std::min_element(tail_.begin(), tail_.end());  // an unused lane (-1) first
-  return static_cast<int>(oldest - tail_.begin());
+  int oldest = -1;
+  int oldest_light = -1;
+  for (int lane = 0; lane < lanes(); ++lane) {
+    const int tail = tail_[static_cast<std::size_t>(lane)];
+    if (tail < 0) return lane;  // unused
+    if (oldest < 0 || tail < tail_[static_cast<std::size_t>(oldest)]) oldest = lane;
+    if (!heavy_[static_cast<std::size_t>(tail)] &&
+        (oldest_light < 0 || tail < tail_[static_cast<std::size_t>(oldest_light)])) {
+      oldest_light = lane;
+    }
+  }
+  return oldest_light >= 0 ? oldest_light : oldest;
 }
 
-LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses) {
+LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses, bool heavy) {
   const Clock need = needs(accesses);
   LanePlan plan;
   plan.lane = choose_lane(need);
@@ -75,6 +87,7 @@ LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses) {
   finished[lane] = id;
   clock_.push_back(std::move(finished));
   lane_of_.push_back(plan.lane);
+  heavy_.push_back(heavy);
   tail_[lane] = id;
   for (const MemoryAccess& a : accesses) recorded_.push_back({a, id});
   return plan;

@@ -38,7 +38,10 @@ class LanePlanner {
   // A new capture: no operations, every lane unused.
   void reset();
   // Plans the next operation (its id will be operations()) and records it.
-  LanePlan add(std::span<const MemoryAccess> accesses);
+  // A long operation (a key switch) is `heavy`: an operation that does not
+  // depend on it is not queued behind it while a lane ending in a light one
+  // is free.
+  LanePlan add(std::span<const MemoryAccess> accesses, bool heavy = false);
   int operations() const { return static_cast<int>(lane_of_.size()); }
   // Each lane's last operation (-1: unused): what the end of the capture waits for.
   const std::vector<int>& tails() const { return tail_; }
@@ -58,6 +61,7 @@ class LanePlanner {
   std::vector<int> lane_of_;   // per operation
   std::vector<Clock> clock_;   // per operation: what has finished once it has
   std::vector<int> tail_;      // per lane
+  std::vector<bool> heavy_;    // per operation
 };
 
 }  // namespace fhelium::cuda
