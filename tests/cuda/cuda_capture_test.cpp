@@ -49,34 +49,61 @@ std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Cip
 }
 
 
-TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
-  REQUIRE_GPU();
-  const auto context = Context::create(small_params(12, 4, 2));
-  Csprng rng(test_seed(7));
-  KeyGenerator keygen(context, rng);
-  const SecretKey sk = keygen.secret_key();
-  const PublicKey pk = keygen.public_key(sk);
-  Encoder encoder(context);
-  Encryptor encryptor(context, rng);
-  auto backend = cuda::make_cuda_backend();
-  ASSERT_TRUE(backend->supports_capture());
-  Engine gpu(context, backend);
-  Engine cpu(context, cpu::make_cpu_backend());
-  const HostSwitchKey relin = keygen.relinearization_key(sk);
-  std::vector<HostSwitchKey> galois;
-  for (long s : steps) galois.push_back(keygen.galois_key(sk, context->galois_element(s)));
-  const RelinKey gpu_rk = gpu.upload_relinearization_key(relin);
-  const RelinKey cpu_rk = cpu.upload_relinearization_key(relin);
-  const GaloisKeys gpu_gk = gpu.upload_galois_keys(galois);
-  const GaloisKeys cpu_gk = cpu.upload_galois_keys(galois);
+// One context on the CUDA backend and the CPU backend, with Galois keys for
+// `steps` on both, and fresh random ciphertexts (host form) to feed them.
+struct TwoBackends {
+  TwoBackends(const CkksParameters& params, std::uint8_t seed_tag, std::uint64_t message_seed)
+      : context(Context::create(params)),
+        rng(test_seed(seed_tag)),
+        keygen(context, rng),
+        sk(keygen.secret_key()),
+        pk(keygen.public_key(sk)),
+        encoder(context),
+        encryptor(context, rng),
+        backend(cuda::make_cuda_backend()),
+        gpu(context, backend),
+        cpu(context, cpu::make_cpu_backend()),
+        gen(message_seed) {
+    std::vector<HostSwitchKey> galois;
+    for (long s : steps) galois.push_back(keygen.galois_key(sk, context->galois_element(s)));
+    gpu_gk = gpu.upload_galois_keys(galois);
+    cpu_gk = cpu.upload_galois_keys(galois);
+  }
 
-  std::mt19937_64 gen(99);
-  std::uniform_real_distribution<double> d(-1.0, 1.0);
-  auto encrypt = [&] {
+  HostValue encrypt() {
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
     std::vector<std::complex<double>> m(context->ring_degree() / 2);
     for (auto& x : m) x = {d(gen), d(gen)};
     return encryptor.encrypt(encoder.encode(m, context->max_level(), context->params().scale), pk);
-  };
+  }
+
+  std::shared_ptr<const Context> context;
+  Csprng rng;
+  KeyGenerator keygen;
+  SecretKey sk;
+  PublicKey pk;
+  Encoder encoder;
+  Encryptor encryptor;
+  std::shared_ptr<Backend> backend;
+  Engine gpu;
+  Engine cpu;
+  GaloisKeys gpu_gk, cpu_gk;
+  std::mt19937_64 gen;
+};
+
+TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
+  REQUIRE_GPU();
+  TwoBackends t(small_params(12, 4, 2), 7, 99);
+  const std::shared_ptr<Backend>& backend = t.backend;
+  ASSERT_TRUE(backend->supports_capture());
+  Engine& gpu = t.gpu;
+  Engine& cpu = t.cpu;
+  const HostSwitchKey relin = t.keygen.relinearization_key(t.sk);
+  const RelinKey gpu_rk = gpu.upload_relinearization_key(relin);
+  const RelinKey cpu_rk = cpu.upload_relinearization_key(relin);
+  const GaloisKeys& gpu_gk = t.gpu_gk;
+  const GaloisKeys& cpu_gk = t.cpu_gk;
+  auto encrypt = [&t] { return t.encrypt(); };
   constexpr int sets = 4;
   std::vector<HostValue> host_a, host_b;
   for (int k = 0; k < sets; ++k) {
@@ -166,43 +193,25 @@ std::vector<Ciphertext> wide_schedule(const Engine& e, const Ciphertext& a, cons
 
 TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
   REQUIRE_GPU();
-  const auto context = Context::create(small_params(13, 4, 2));
-  Csprng rng(test_seed(11));
-  KeyGenerator keygen(context, rng);
-  const SecretKey sk = keygen.secret_key();
-  const PublicKey pk = keygen.public_key(sk);
-  Encoder encoder(context);
-  Encryptor encryptor(context, rng);
-  auto backend = cuda::make_cuda_backend();
-  Engine gpu(context, backend);
-  Engine cpu(context, cpu::make_cpu_backend());
-  std::vector<HostSwitchKey> galois;
-  for (long s : steps) galois.push_back(keygen.galois_key(sk, context->galois_element(s)));
-  const GaloisKeys gpu_gk = gpu.upload_galois_keys(galois);
-  const GaloisKeys cpu_gk = cpu.upload_galois_keys(galois);
-  std::mt19937_64 gen(17);
-  std::uniform_real_distribution<double> d(-1.0, 1.0);
-  auto encrypt = [&] {
-    std::vector<std::complex<double>> m(context->ring_degree() / 2);
-    for (auto& x : m) x = {d(gen), d(gen)};
-    return encryptor.encrypt(encoder.encode(m, context->max_level(), context->params().scale), pk);
-  };
-  const Ciphertext a = gpu.upload_ciphertext(encrypt());
-  const Ciphertext b = gpu.upload_ciphertext(encrypt());
+  TwoBackends t(small_params(13, 4, 2), 11, 17);
+  Engine& gpu = t.gpu;
+  const Ciphertext a = gpu.upload_ciphertext(t.encrypt());
+  const Ciphertext b = gpu.upload_ciphertext(t.encrypt());
+  const std::shared_ptr<Backend>& backend = t.backend;
   backend->begin_capture();
-  const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, gpu_gk);
+  const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, t.gpu_gk);
   const std::unique_ptr<Recording> recording = backend->end_capture();
   for (int k = 0; k < 3; ++k) {
     SCOPED_TRACE("input set " + std::to_string(k));
-    const HostValue host_a = encrypt();
-    const HostValue host_b = encrypt();
+    const HostValue host_a = t.encrypt();
+    const HostValue host_b = t.encrypt();
     backend->copy(*a.buffer, *gpu.upload_ciphertext(host_a).buffer, a.buffer->size_bytes(), nullptr);
     backend->copy(*b.buffer, *gpu.upload_ciphertext(host_b).buffer, b.buffer->size_bytes(), nullptr);
     recording->launch();
     const std::vector<HostValue> replayed = download_all(gpu, captured);
-    expect_same(download_all(gpu, wide_schedule(gpu, a, b, gpu_gk)), replayed, "replay vs eager CUDA");
-    expect_same(download_all(cpu, wide_schedule(cpu, cpu.upload_ciphertext(host_a), cpu.upload_ciphertext(host_b),
-                                                cpu_gk)),
+    expect_same(download_all(gpu, wide_schedule(gpu, a, b, t.gpu_gk)), replayed, "replay vs eager CUDA");
+    expect_same(download_all(t.cpu, wide_schedule(t.cpu, t.cpu.upload_ciphertext(host_a),
+                                                  t.cpu.upload_ciphertext(host_b), t.cpu_gk)),
                 replayed, "replay vs CPU");
   }
 }
