@@ -200,6 +200,9 @@ TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
   const std::shared_ptr<Backend>& backend = t.backend;
   backend->begin_capture();
   const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, t.gpu_gk);
+  // A copy is placed like an operation: after the rotation it reads.
+  const std::shared_ptr<Buffer> copied = backend->allocate(captured[1].buffer->size_bytes());
+  backend->copy(*copied, *captured[1].buffer, captured[1].buffer->size_bytes(), nullptr);
   const std::unique_ptr<Recording> recording = backend->end_capture();
   for (int k = 0; k < 3; ++k) {
     SCOPED_TRACE("input set " + std::to_string(k));
@@ -209,6 +212,9 @@ TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
     backend->copy(*b.buffer, *gpu.upload_ciphertext(host_b).buffer, b.buffer->size_bytes(), nullptr);
     recording->launch();
     const std::vector<HostValue> replayed = download_all(gpu, captured);
+    Ciphertext copy_of_rotation = captured[1];
+    copy_of_rotation.buffer = copied;
+    expect_same({replayed[1]}, download_all(gpu, {copy_of_rotation}), "the copy recorded after the rotation");
     expect_same(download_all(gpu, wide_schedule(gpu, a, b, t.gpu_gk)), replayed, "replay vs eager CUDA");
     expect_same(download_all(t.cpu, wide_schedule(t.cpu, t.cpu.upload_ciphertext(host_a),
                                                   t.cpu.upload_ciphertext(host_b), t.cpu_gk)),

@@ -22,8 +22,8 @@ class Replay {
  public:
   explicit Replay(int lanes) : planner(lanes), last_on(static_cast<std::size_t>(lanes), -1) {}
 
-  LanePlan add(std::vector<MemoryAccess> accesses) {
-    LanePlan plan = planner.add(accesses);
+  LanePlan add(std::vector<MemoryAccess> accesses, bool heavy = false) {
+    LanePlan plan = planner.add(accesses, heavy);
     std::set<int> before;
     const int tail = last_on[static_cast<std::size_t>(plan.lane)];
     if (tail >= 0) {
@@ -131,6 +131,22 @@ TEST(LanePlanner, WaitsImpliedByAnotherWaitAreLeftOut) {
   for (int op : {0, 1, 2}) EXPECT_TRUE(r.ordered(op, 3)) << op;
 }
 
+TEST(LanePlanner, AWaitImpliedByAnotherWaitIsLeftOut) {
+  Replay r(3);
+  r.add({writes(0, 100)});                                    // 0, lane A
+  r.add({writes(200, 300)});                                  // 1, lane B
+  r.add({reads(0, 100), writes(1000, 1100)});                 // 2: extends A
+  r.add({reads(0, 100), reads(200, 300), writes(400, 500)});  // 3: extends B, waits for 0
+  r.add({reads(400, 500), writes(1200, 1300)});               // 4: extends B
+  // 5 needs 0 (A) and 3 (B), neither its lane's last: a new lane, one wait
+  // (3 already waited for 0).
+  const LanePlan p = r.add({reads(0, 100), reads(400, 500), writes(600, 700)});
+  EXPECT_TRUE(p.fork);
+  EXPECT_EQ(p.waits, std::vector<int>{3});
+  EXPECT_TRUE(r.ordered(0, 5));
+  EXPECT_TRUE(r.ordered(3, 5));
+}
+
 // A long random schedule: every conflicting pair is ordered, and the
 // planner's lanes run some operations side by side.
 TEST(LanePlanner, EveryConflictIsOrderedInARandomSchedule) {
@@ -146,7 +162,7 @@ TEST(LanePlanner, EveryConflictIsOrderedInARandomSchedule) {
       a.push_back({begin, begin + 5 + next() % 30, next() % 3 == 0});
     }
     ops.push_back(a);
-    r.add(a);
+    r.add(a, next() % 4 == 0);
   }
   int side_by_side = 0;
   for (std::size_t j = 0; j < ops.size(); ++j) {
@@ -169,12 +185,15 @@ TEST(LanePlanner, EveryConflictIsOrderedInARandomSchedule) {
 
 TEST(LanePlanner, ALightOperationIsNotQueuedBehindAHeavyOne) {
   LanePlanner p(2);
-  p.add({{writes(0, 100)}});                      // 0: light, lane 0
-  p.add({{writes(200, 300)}}, true);              // 1: heavy, lane 1
-  const LanePlan light = p.add({{writes(400, 500)}});  // 2: independent of both
-  EXPECT_EQ(light.lane, 0) << "behind the light operation, not the heavy one";
-  const LanePlan after_heavy = p.add({{reads(200, 300), writes(600, 700)}});  // 3: needs 1
-  EXPECT_EQ(after_heavy.lane, 1) << "extends the heavy operation's chain";
+  p.add({{writes(0, 100)}}, true);  // 0: heavy, lane 0
+  p.add({{writes(200, 300)}});      // 1: light, lane 1
+  // 2 depends on neither: lane 0 is idle the longest, but it ends in the heavy one.
+  const LanePlan light = p.add({{writes(400, 500)}});
+  EXPECT_EQ(light.lane, 1);
+  // 3 needs the heavy one, which is still its lane's last: it extends that chain.
+  const LanePlan after_heavy = p.add({{reads(0, 100), writes(600, 700)}});
+  EXPECT_EQ(after_heavy.lane, 0);
+  EXPECT_TRUE(after_heavy.waits.empty());
 }
 
 TEST(LanePlanner, ResetForgetsThePreviousCapture) {

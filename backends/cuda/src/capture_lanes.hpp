@@ -2,7 +2,8 @@
 // the capture is issued on the lane its planner chose, after waiting for the
 // operations it depends on; at the end the capture's origin waits for every
 // lane, so the graph's sinks are all joined. Not thread-safe: the device
-// runtime serializes the calls.
+// runtime serializes the calls, and the backend's lock keeps each
+// operation's schedule() and finish() together (one operation pending).
 #pragma once
 
 #include <cuda_runtime_api.h>

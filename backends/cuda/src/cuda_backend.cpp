@@ -4,11 +4,13 @@
 // workspace is shared through the stream order).
 //
 // Streams and events are CUDA streams (non-blocking) and events (no timing).
-// Capture records the runtime stream's work into a CUDA Graph (relaxed mode);
-// buffers allocated meanwhile come from the capture's arena (see
-// device_runtime.hpp). An operation that fails during a capture ends it and
-// discards the partial graph, so the backend stays usable; end_capture then
-// reports the failure.
+// Capture records the runtime stream's work into a CUDA Graph (relaxed mode):
+// each operation declares what it reads and writes (its workspace too) and
+// goes to a capture lane that waits only for the operations it depends on
+// (capture_lanes.hpp). Buffers allocated meanwhile come from the capture's
+// arena (see device_runtime.hpp). An operation that fails during a capture
+// ends it and discards the partial graph, so the backend stays usable;
+// end_capture then reports the failure.
 #include "fhelium/cuda/cuda_backend.hpp"
 
 #include <algorithm>
@@ -187,14 +189,14 @@ class CudaBackend final : public Backend {
     guarded("copy", [&] {
       void* to = device_buffer(dst, bytes, "copy (destination)").data();
       const void* from = device_buffer(src, bytes, "copy (source)").data();
+      const cudaStream_t eager = runtime_->capturing() ? nullptr : stream_of(stream, "copy");
       if (bytes == 0) return;
-      std::lock_guard lock(mutex_);
       runtime_->activate();
-      if (!runtime_->capturing()) {
-        check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_of(stream, "copy")),
-              "cudaMemcpyAsync (copy)");
+      if (eager) {
+        check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, eager), "cudaMemcpyAsync (copy)");
         return;
       }
+      std::lock_guard lock(mutex_);  // one operation at a time on the lanes
       const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
       const MemoryAccess accesses[] = {{at(from), at(from) + bytes, false}, {at(to), at(to) + bytes, true}};
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, runtime_->stream_for(accesses)),
@@ -343,6 +345,8 @@ class CudaBackend final : public Backend {
   void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     guarded("relinearize", [&] {
       Op op(*this, bc, "relinearize");
+      op.require_shape(a, 3, a.limbs, "input");
+      op.require_shape(out, 2, a.limbs, "output");
       const kernels::Poly in = op.in(a);
       const kernels::Poly o = op.out(out);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
@@ -369,9 +373,8 @@ class CudaBackend final : public Backend {
   // At 2^16 the two calls run (the one call gained nothing there, v14).
   void multiply_relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
-    if (!Op::context_of(bc, "multiply_relinearize").fuses_multiply()) {
-      return Backend::multiply_relinearize(bc, out, a, b, key);
-    }
+    const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
+    if (prepared && !prepared->fuses_multiply()) return Backend::multiply_relinearize(bc, out, a, b, key);
     guarded("multiply_relinearize", [&] {
       Op op(*this, bc, "multiply_relinearize");
       const kernels::Poly pa = op.in(a);
@@ -403,6 +406,8 @@ class CudaBackend final : public Backend {
               const KeyArg& key) override {
     guarded("rotate", [&] {
       Op op(*this, bc, "rotate");
+      op.require_shape(a, 2, a.limbs, "input");
+      op.require_shape(out, 2, a.limbs, "output");
       const kernels::Poly in = op.in(a);
       const kernels::Poly o = op.out(out);
       op.require_galois(galois_element);
@@ -431,12 +436,14 @@ class CudaBackend final : public Backend {
                            std::to_string(galois_elements.size()) + " Galois elements and " +
                            std::to_string(keys.size()) + " keys, expected equal counts");
       }
+      op.require_shape(a, 2, a.limbs, "input");
       const kernels::Poly in = op.in(a);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       op.uses_key_switch_work();
       std::vector<kernels::Poly> o;
       std::vector<const u64*> k;
       for (std::size_t r = 0; r < outs.size(); ++r) {
+        op.require_shape(outs[r], 2, a.limbs, "output");
         o.push_back(op.out(outs[r]));
         k.push_back(op.key(keys[r]));
         op.require_galois(galois_elements[r]);
@@ -520,10 +527,10 @@ class CudaBackend final : public Backend {
     try {
       issue();
     } catch (const std::exception& e) {
-      if (runtime_->abort_capture()) {
-        std::lock_guard lock(mutex_);
-        abandoned_ = std::string(what) + " failed during the capture: " + e.what();
-      }
+      // Under the lock: no other thread is between placing an operation on
+      // a lane and its last launch when the capture ends.
+      std::lock_guard lock(mutex_);
+      if (runtime_->abort_capture()) abandoned_ = std::string(what) + " failed during the capture: " + e.what();
       throw;
     }
   }
@@ -623,11 +630,23 @@ class CudaBackend final : public Backend {
       return {device_buffer(*p.buffer, bytes, what).data(), p.components, p.limbs};
     }
 
-    const u64* key(const KeyArg& k) const {
+    const u64* key(const KeyArg& k) {
       if (!k.buffer) throw BackendError(std::string("cuda ") + what + ": null key");
       const std::size_t bytes = static_cast<std::size_t>(context.key_digits()) * 2 *
                                 static_cast<std::size_t>(context.key_limbs()) * context.ring_degree() * sizeof(u64);
-      return device_buffer(*k.buffer, bytes, what).data();
+      const u64* data = device_buffer(*k.buffer, bytes, what).data();
+      const auto at = reinterpret_cast<std::uintptr_t>(data);
+      accesses.push_back({at, at + bytes, false});
+      return data;
+    }
+
+    // A key switch's polynomial: `components` components of `limbs` limbs.
+    void require_shape(const PolyArg& p, int components, int limbs, const char* role) const {
+      if (p.components != components || p.limbs != limbs) {
+        throw BackendError(std::string("cuda ") + what + ": " + role + " of " + std::to_string(p.components) +
+                           " components and " + std::to_string(p.limbs) + " limbs, expected " +
+                           std::to_string(components) + " components of " + std::to_string(limbs) + " limbs");
+      }
     }
 
     const KeySwitchView& key_switch(int level) const {
@@ -654,7 +673,7 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock;
     const CudaContext& ctx;
     const Context& context;
-    kernels::Launch launch;
+    kernels::Launch launch;  // its stream is the operation's only from issue() on (a lane, during a capture)
     const char* what;
     std::vector<MemoryAccess> accesses;
     bool heavy = false;

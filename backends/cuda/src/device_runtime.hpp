@@ -6,7 +6,8 @@
 // from a CaptureArena (cudaMalloc blocks, never the stream-ordered pool, so
 // the graph has no allocation nodes and stays relaunchable). A buffer
 // released during the capture returns its block to the arena for later
-// capture allocations (one stream: issue order is execution order). Pool
+// capture allocations (its new users wait for its old ones: the capture
+// lanes order operations by the addresses they touch). Pool
 // memory released during the capture is kept by the arena too (the graph may
 // read it). The arena is shared by the recording and every buffer it served;
 // its memory is freed when the last of them is gone, after the stream's work.
