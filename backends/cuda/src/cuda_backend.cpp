@@ -75,8 +75,8 @@ class CudaEvent final : public Event {
 class CudaRecording final : public Recording {
  public:
   CudaRecording(std::shared_ptr<DeviceRuntime> runtime, cudaGraphExec_t exec, std::shared_ptr<CaptureArena> arena,
-                std::size_t nodes)
-      : runtime_(std::move(runtime)), arena_(std::move(arena)), exec_(exec), nodes_(nodes) {}
+                std::size_t nodes, std::size_t roots)
+      : runtime_(std::move(runtime)), arena_(std::move(arena)), exec_(exec), nodes_(nodes), roots_(roots) {}
   ~CudaRecording() override {
     if (exec_) {
       cudaSetDevice(runtime_->device());
@@ -97,12 +97,14 @@ class CudaRecording final : public Recording {
   }
   std::size_t memory_bytes() const override { return arena_->bytes(); }
   std::size_t operation_count() const override { return nodes_; }
+  std::size_t root_count() const { return roots_; }
 
  private:
   std::shared_ptr<DeviceRuntime> runtime_;  // declared first: outlives arena_
   std::shared_ptr<CaptureArena> arena_;
   cudaGraphExec_t exec_ = nullptr;
   std::size_t nodes_ = 0;
+  std::size_t roots_ = 0;
   std::mutex mutex_;  // one launch of the executable graph at a time
 };
 
@@ -231,13 +233,15 @@ class CudaBackend final : public Backend {
     // From here the capture is over: a failure discards the graph (the arena
     // goes with its last buffer).
     std::size_t nodes = 0;
+    std::size_t roots = 0;
     cudaGraphExec_t exec = nullptr;
     cudaError_t error = cudaGraphGetNodes(captured.graph, nullptr, &nodes);
+    if (error == cudaSuccess) error = cudaGraphGetRootNodes(captured.graph, nullptr, &roots);
     if (error == cudaSuccess && nodes > 0)
       error = cudaGraphInstantiate(&exec, captured.graph, cudaGraphInstantiateFlagUseNodePriority);
     cudaGraphDestroy(captured.graph);
     if (error != cudaSuccess) throw_cuda_error(error, "cudaGraphInstantiate (end_capture)");
-    return std::make_unique<CudaRecording>(runtime_, exec, std::move(captured.arena), nodes);
+    return std::make_unique<CudaRecording>(runtime_, exec, std::move(captured.arena), nodes, roots);
   }
 
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
@@ -711,6 +715,12 @@ std::string device_description(const Backend& backend) {
   return "cuda: device " + std::to_string(device) + ", " + p.name + ", " + std::to_string(p.totalGlobalMem >> 20) +
          " MiB, " + std::to_string(p.multiProcessorCount) + " SMs, compute capability " + std::to_string(p.major) +
          "." + std::to_string(p.minor);
+}
+
+std::size_t graph_root_count(const Recording& recording) {
+  const auto* cuda = dynamic_cast<const CudaRecording*>(&recording);
+  if (!cuda) throw BackendError("graph_root_count: the recording was not made by a CUDA backend");
+  return cuda->root_count();
 }
 
 void* native_stream(const Backend& backend) {
