@@ -196,6 +196,23 @@ TEST(LanePlanner, ALightOperationIsNotQueuedBehindAHeavyOne) {
   EXPECT_TRUE(after_heavy.waits.empty());
 }
 
+// Rewriting the same buffers over and over keeps every later conflict
+// ordered (an access inside a later write is forgotten, the write is not).
+TEST(LanePlanner, OverwrittenRangesStayOrdered) {
+  Replay r(4);
+  for (int i = 0; i < 50; ++i) {
+    const auto x = static_cast<std::uintptr_t>(100 * (i % 5));
+    r.add({reads(x, x + 50), writes(x + 50, x + 100)});
+    r.add({reads(x + 60, x + 70), writes(x, x + 100)}, i % 7 == 0);
+  }
+  for (int op = 0; op + 2 < r.planner.operations(); op += 2) {
+    EXPECT_TRUE(r.ordered(op, op + 1)) << op;  // read x then write it (write after read)
+  }
+  // The last writer of [0, 100) is ordered after every earlier access to it.
+  const int last = r.planner.operations() - 1 - 8;  // operation 91: i = 45, x = 0
+  for (int op = 0; op < last; op += 10) EXPECT_TRUE(r.ordered(op, last)) << op;
+}
+
 TEST(LanePlanner, ResetForgetsThePreviousCapture) {
   LanePlanner p(2);
   p.add({{writes(0, 100)}});

@@ -89,7 +89,18 @@ LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses, bool heavy) {
   lane_of_.push_back(plan.lane);
   heavy_.push_back(heavy);
   tail_[lane] = id;
-  for (const MemoryAccess& a : accesses) recorded_.push_back({a, id});
+  // An access inside a range this operation writes is forgotten: whatever
+  // touches it later conflicts with this write, which is ordered after it.
+  // So the record holds about one entry per live range (and its readers).
+  const auto covered = [&](const Recorded& r) {
+    return std::any_of(accesses.begin(), accesses.end(), [&](const MemoryAccess& w) {
+      return w.write && w.begin <= r.access.begin && r.access.end <= w.end;
+    });
+  };
+  recorded_.erase(std::remove_if(recorded_.begin(), recorded_.end(), covered), recorded_.end());
+  for (const MemoryAccess& a : accesses) {
+    if (a.write || !covered({a, id})) recorded_.push_back({a, id});
+  }
   return plan;
 }
 
