@@ -18,6 +18,7 @@
 #include "expectations.hpp"
 #include "helpers.hpp"
 #include "require_gpu.hpp"
+#include "world.hpp"
 
 namespace fhelium::test {
 namespace {
@@ -55,61 +56,23 @@ bool env_is_zero(const char* name) {
   return value != nullptr && std::string(value) == "0";
 }
 
-// One context on the CUDA backend and the CPU backend, with Galois keys for
-// `steps` on both, and fresh random ciphertexts (host form) to feed them.
-struct TwoBackends {
-  TwoBackends(const CkksParameters& params, std::uint8_t seed_tag, std::uint64_t message_seed)
-      : context(Context::create(params)),
-        rng(test_seed(seed_tag)),
-        keygen(context, rng),
-        sk(keygen.secret_key()),
-        pk(keygen.public_key(sk)),
-        encoder(context),
-        encryptor(context, rng),
-        backend(cuda::make_cuda_backend()),
-        gpu(context, backend),
-        cpu(context, cpu::make_cpu_backend()),
-        gen(message_seed) {
-    std::vector<HostSwitchKey> galois;
-    for (long s : steps) galois.push_back(keygen.galois_key(sk, context->galois_element(s)));
-    gpu_gk = gpu.upload_galois_keys(galois);
-    cpu_gk = cpu.upload_galois_keys(galois);
-  }
-
-  HostValue encrypt() {
-    std::uniform_real_distribution<double> d(-1.0, 1.0);
-    std::vector<std::complex<double>> m(context->ring_degree() / 2);
-    for (auto& x : m) x = {d(gen), d(gen)};
-    return encryptor.encrypt(encoder.encode(m, context->max_level(), context->params().scale), pk);
-  }
-
-  std::shared_ptr<const Context> context;
-  Csprng rng;
-  KeyGenerator keygen;
-  SecretKey sk;
-  PublicKey pk;
-  Encoder encoder;
-  Encryptor encryptor;
-  std::shared_ptr<Backend> backend;
-  Engine gpu;
-  Engine cpu;
-  GaloisKeys gpu_gk, cpu_gk;
-  std::mt19937_64 gen;
-};
+// A fresh ciphertext of a random message at the top level (host form).
+HostValue fresh(World& w) {
+  return w.encryptor.encrypt(w.encoder.encode(w.random_message(), w.context->max_level(), w.scale()), w.pk);
+}
 
 TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   REQUIRE_GPU();
-  TwoBackends t(small_params(12, 4, 2), 7, 99);
-  const std::shared_ptr<Backend>& backend = t.backend;
+  World w(small_params(12, 4, 2), 7);
+  const std::shared_ptr<Backend>& backend = w.gpu_backend;
   ASSERT_TRUE(backend->supports_capture());
-  Engine& gpu = t.gpu;
-  Engine& cpu = t.cpu;
-  const HostSwitchKey relin = t.keygen.relinearization_key(t.sk);
-  const RelinKey gpu_rk = gpu.upload_relinearization_key(relin);
-  const RelinKey cpu_rk = cpu.upload_relinearization_key(relin);
-  const GaloisKeys& gpu_gk = t.gpu_gk;
-  const GaloisKeys& cpu_gk = t.cpu_gk;
-  auto encrypt = [&t] { return t.encrypt(); };
+  Engine& gpu = w.gpu;
+  Engine& cpu = w.cpu;
+  const RelinKey& gpu_rk = w.gpu_rk;
+  const RelinKey& cpu_rk = w.cpu_rk;
+  const GaloisKeys& gpu_gk = w.gpu_gk;
+  const GaloisKeys& cpu_gk = w.cpu_gk;
+  auto encrypt = [&w] { return fresh(w); };
   constexpr int sets = 4;
   std::vector<HostValue> host_a, host_b;
   for (int k = 0; k < sets; ++k) {
@@ -199,13 +162,13 @@ std::vector<Ciphertext> wide_schedule(const Engine& e, const Ciphertext& a, cons
 
 TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
   REQUIRE_GPU();
-  TwoBackends t(small_params(13, 4, 2), 11, 17);
-  Engine& gpu = t.gpu;
-  const Ciphertext a = gpu.upload_ciphertext(t.encrypt());
-  const Ciphertext b = gpu.upload_ciphertext(t.encrypt());
-  const std::shared_ptr<Backend>& backend = t.backend;
+  World w(small_params(13, 4, 2), 11);
+  Engine& gpu = w.gpu;
+  const Ciphertext a = gpu.upload_ciphertext(fresh(w));
+  const Ciphertext b = gpu.upload_ciphertext(fresh(w));
+  const std::shared_ptr<Backend>& backend = w.gpu_backend;
   backend->begin_capture();
-  const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, t.gpu_gk);
+  const std::vector<Ciphertext> captured = wide_schedule(gpu, a, b, w.gpu_gk);
   // A copy is placed like an operation: after the rotation it reads.
   const std::shared_ptr<Buffer> copied = backend->allocate(captured[1].buffer->size_bytes());
   backend->copy(*copied, *captured[1].buffer, captured[1].buffer->size_bytes(), nullptr);
@@ -216,8 +179,8 @@ TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
   }
   for (int k = 0; k < 3; ++k) {
     SCOPED_TRACE("input set " + std::to_string(k));
-    const HostValue host_a = t.encrypt();
-    const HostValue host_b = t.encrypt();
+    const HostValue host_a = fresh(w);
+    const HostValue host_b = fresh(w);
     backend->copy(*a.buffer, *gpu.upload_ciphertext(host_a).buffer, a.buffer->size_bytes(), nullptr);
     backend->copy(*b.buffer, *gpu.upload_ciphertext(host_b).buffer, b.buffer->size_bytes(), nullptr);
     recording->launch();
@@ -225,9 +188,9 @@ TEST(CudaCapture, AWideScheduleOnCaptureLanesReplaysBitForBit) {
     Ciphertext copy_of_rotation = captured[1];
     copy_of_rotation.buffer = copied;
     expect_same({replayed[1]}, download_all(gpu, {copy_of_rotation}), "the copy recorded after the rotation");
-    expect_same(download_all(gpu, wide_schedule(gpu, a, b, t.gpu_gk)), replayed, "replay vs eager CUDA");
-    expect_same(download_all(t.cpu, wide_schedule(t.cpu, t.cpu.upload_ciphertext(host_a),
-                                                  t.cpu.upload_ciphertext(host_b), t.cpu_gk)),
+    expect_same(download_all(gpu, wide_schedule(gpu, a, b, w.gpu_gk)), replayed, "replay vs eager CUDA");
+    expect_same(download_all(w.cpu, wide_schedule(w.cpu, w.cpu.upload_ciphertext(host_a),
+                                                  w.cpu.upload_ciphertext(host_b), w.cpu_gk)),
                 replayed, "replay vs CPU");
   }
 }

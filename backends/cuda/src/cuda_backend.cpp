@@ -14,7 +14,6 @@
 #include "fhelium/cuda/cuda_backend.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -199,8 +198,7 @@ class CudaBackend final : public Backend {
         return;
       }
       std::lock_guard lock(mutex_);  // one operation at a time on the lanes
-      const auto at = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-      const MemoryAccess accesses[] = {{at(from), at(from) + bytes, false}, {at(to), at(to) + bytes, true}};
+      const MemoryAccess accesses[] = {access_of(from, bytes, false), access_of(to, bytes, true)};
       check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, runtime_->stream_for(accesses)),
             "cudaMemcpyAsync (copy)");
       runtime_->operation_issued();
@@ -593,13 +591,10 @@ class CudaBackend final : public Backend {
 
     // The operation's inputs and outputs, declared before issue(): during a
     // capture they decide which earlier operations it waits for.
-    kernels::Poly in(const PolyArg& p) { return touch(poly(p), false); }
-    kernels::Poly out(const PolyArg& p) { return touch(poly(p), true); }
+    kernels::Poly in(const PolyArg& p) { return poly(p, false); }
+    kernels::Poly out(const PolyArg& p) { return poly(p, true); }
     // A workspace the operation writes (named by its host address or its device memory).
-    void uses(const void* workspace) {
-      const auto at = reinterpret_cast<std::uintptr_t>(workspace);
-      accesses.push_back({at, at + 1, true});
-    }
+    void uses(const void* workspace) { accesses.push_back(access_of(workspace, 1, true)); }
     // The key-switching workspace: its users take turns, and during a capture
     // operations that do not need them are kept off the lanes they end (heavy).
     void uses_key_switch_work() {
@@ -615,15 +610,7 @@ class CudaBackend final : public Backend {
       ctx.runtime()->operation_issued();
     }
 
-    kernels::Poly touch(kernels::Poly p, bool write) {
-      const auto at = reinterpret_cast<std::uintptr_t>(p.data);
-      const std::size_t bytes = static_cast<std::size_t>(p.components) * static_cast<std::size_t>(p.limbs) *
-                                context.ring_degree() * sizeof(u64);
-      accesses.push_back({at, at + bytes, write});
-      return p;
-    }
-
-    kernels::Poly poly(const PolyArg& p) const {
+    kernels::Poly poly(const PolyArg& p, bool write) {
       if (!p.buffer) throw BackendError(std::string("cuda ") + what + ": null buffer");
       if (p.components < 1 || p.components > 3 || p.limbs < 1 || p.limbs > context.key_limbs()) {
         throw BackendError(std::string("cuda ") + what + ": polynomial of " + std::to_string(p.components) +
@@ -631,7 +618,9 @@ class CudaBackend final : public Backend {
       }
       const std::size_t bytes = static_cast<std::size_t>(p.components) * static_cast<std::size_t>(p.limbs) *
                                 context.ring_degree() * sizeof(u64);
-      return {device_buffer(*p.buffer, bytes, what).data(), p.components, p.limbs};
+      u64* data = device_buffer(*p.buffer, bytes, what).data();
+      accesses.push_back(access_of(data, bytes, write));
+      return {data, p.components, p.limbs};
     }
 
     const u64* key(const KeyArg& k) {
@@ -639,8 +628,7 @@ class CudaBackend final : public Backend {
       const std::size_t bytes = static_cast<std::size_t>(context.key_digits()) * 2 *
                                 static_cast<std::size_t>(context.key_limbs()) * context.ring_degree() * sizeof(u64);
       const u64* data = device_buffer(*k.buffer, bytes, what).data();
-      const auto at = reinterpret_cast<std::uintptr_t>(data);
-      accesses.push_back({at, at + bytes, false});
+      accesses.push_back(access_of(data, bytes, false));
       return data;
     }
 

@@ -11,14 +11,15 @@ namespace fhelium::cuda {
 LanePlanner::LanePlanner(int lanes) {
   if (lanes < 1) throw InvalidArgumentError("LanePlanner: " + std::to_string(lanes) + " lanes, expected at least 1");
   tail_.assign(static_cast<std::size_t>(lanes), -1);
+  tail_heavy_.assign(static_cast<std::size_t>(lanes), false);
 }
 
 void LanePlanner::reset() {
   recorded_.clear();
   lane_of_.clear();
   clock_.clear();
-  heavy_.clear();
   std::fill(tail_.begin(), tail_.end(), -1);
+  std::fill(tail_heavy_.begin(), tail_heavy_.end(), false);
 }
 
 LanePlanner::Clock LanePlanner::needs(std::span<const MemoryAccess> accesses) const {
@@ -54,7 +55,7 @@ int LanePlanner::choose_lane(const Clock& need) const {
     const int tail = tail_[static_cast<std::size_t>(lane)];
     if (tail < 0) return lane;  // unused
     if (oldest < 0 || tail < tail_[static_cast<std::size_t>(oldest)]) oldest = lane;
-    if (!heavy_[static_cast<std::size_t>(tail)] &&
+    if (!tail_heavy_[static_cast<std::size_t>(lane)] &&
         (oldest_light < 0 || tail < tail_[static_cast<std::size_t>(oldest_light)])) {
       oldest_light = lane;
     }
@@ -87,8 +88,8 @@ LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses, bool heavy) {
   finished[lane] = id;
   clock_.push_back(std::move(finished));
   lane_of_.push_back(plan.lane);
-  heavy_.push_back(heavy);
   tail_[lane] = id;
+  tail_heavy_[lane] = heavy;
   // An access inside a range this operation writes is forgotten: whatever
   // touches it later conflicts with this write, which is ordered after it.
   // So the record holds about one entry per live range (and its readers).

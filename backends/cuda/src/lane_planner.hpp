@@ -9,6 +9,7 @@
 // kernels run side by side on replay. Host-only: tested without a GPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,6 +24,11 @@ struct MemoryAccess {
   std::uintptr_t end = 0;
   bool write = false;
 };
+
+inline MemoryAccess access_of(const void* at, std::size_t bytes, bool write) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(at);
+  return {begin, begin + bytes, write};
+}
 
 struct LanePlan {
   int lane = 0;            // the stream the operation's launches go to
@@ -60,8 +66,8 @@ class LanePlanner {
   std::vector<Recorded> recorded_;
   std::vector<int> lane_of_;   // per operation
   std::vector<Clock> clock_;   // per operation: what has finished once it has
-  std::vector<int> tail_;      // per lane
-  std::vector<bool> heavy_;    // per operation
+  std::vector<int> tail_;         // per lane
+  std::vector<bool> tail_heavy_;  // per lane: whether its last operation is heavy
 };
 
 }  // namespace fhelium::cuda
