@@ -263,6 +263,22 @@ TEST(CudaCapture, HostCallsAreRefusedAndAFailedCaptureLeavesTheBackendUsable) {
   backend->begin_capture();
   EXPECT_THROW(backend->add(*cpu_ctx, out_arg, arg, arg), BackendError);  // a foreign context
   EXPECT_FALSE(backend->capturing());
+  // A failure after the capture has forked its lanes (two independent
+  // operations: two lanes) joins them and ends the capture the same way.
+  backend->begin_capture();
+  auto spare = backend->allocate(words * sizeof(u64));
+  backend->add(*ctx, out_arg, arg, arg);
+  backend->negate(*ctx, PolyArg{spare.get(), 2, 3}, arg);
+  EXPECT_THROW(backend->multiply_constant(*ctx, PolyArg{spare.get(), 2, 9}, arg, std::vector<u64>{3, 5, 7}),
+               BackendError);
+  EXPECT_FALSE(backend->capturing());
+  try {
+    backend->end_capture();
+    ADD_FAILURE() << "end_capture after a failure on forked lanes returned a recording";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("multiply_constant failed during the capture"), std::string::npos)
+        << e.what();
+  }
 
   // Still usable: the first recording replays (into its arena buffer), eager
   // work and a new capture run, all equal to the CPU backend's results.
