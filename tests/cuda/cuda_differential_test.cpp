@@ -13,6 +13,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "expectations.hpp"
 #include "fhelium/cuda/cuda_backend.hpp"
 #include "helpers.hpp"
 #include "require_gpu.hpp"
@@ -382,6 +383,34 @@ TEST(CudaBackendErrors, ForeignBuffersAndContextsAreRefused) {
   EXPECT_THROW(cuda::native_stream(*cpu_backend), BackendError);
   EXPECT_NO_THROW(gpu_backend->add(*gctx, gpu_arg, gpu_arg, gpu_arg));
   EXPECT_NO_THROW(gpu_backend->synchronize());
+}
+
+// A key switch refuses an operand of the wrong shape before anything runs,
+// naming the operand, its shape and the one expected; the backend stays usable.
+TEST(CudaBackendErrors, KeySwitchShapesAreRefusedByName) {
+  REQUIRE_GPU();
+  World w(small_params(12, 2, 1), 41);
+  constexpr int limbs = 3;
+  Backend& gpu = *w.gpu_backend;
+  const BackendContext& ctx = *w.gpu_ctx;
+  const auto in = w.poisoned(w.words(3, limbs));
+  const auto out = w.poisoned(w.words(2, limbs));
+  const PolyArg two{in.get(), 2, limbs};
+  const PolyArg fewer{in.get(), 2, limbs - 1};
+  const PolyArg result{out.get(), 2, limbs};
+  const KeyArg rk{w.gpu_rk.buffer.get(), w.gpu_rk.digits};
+  const std::uint32_t g = w.elements.front();
+  const KeyArg gk{w.gpu_gk.keys.at(g).buffer.get(), w.gpu_gk.keys.at(g).digits};
+  expect_contains(error_of<BackendError>([&] { gpu.relinearize(ctx, result, two, rk); }),
+                  {"relinearize", "input of 2 components and 3 limbs, expected 3 components of 3 limbs"});
+  expect_contains(error_of<BackendError>([&] { gpu.multiply_relinearize(ctx, result, two, fewer, rk); }),
+                  {"multiply_relinearize", "second operand of 2 components and 2 limbs, expected 2 components of 3"});
+  expect_contains(error_of<BackendError>([&] { gpu.multiply_relinearize(ctx, fewer, two, two, rk); }),
+                  {"multiply_relinearize", "output of 2 components and 2 limbs"});
+  expect_contains(error_of<BackendError>([&] { gpu.rotate(ctx, PolyArg{out.get(), 2, limbs - 1}, two, g, gk); }),
+                  {"rotate", "output of 2 components and 2 limbs, expected 2 components of 3 limbs"});
+  EXPECT_NO_THROW(gpu.add(ctx, result, two, two));
+  EXPECT_NO_THROW(gpu.synchronize());
 }
 
 }  // namespace

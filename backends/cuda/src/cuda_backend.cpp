@@ -379,16 +379,12 @@ class CudaBackend final : public Backend {
     if (prepared && !prepared->fuses_multiply()) return Backend::multiply_relinearize(bc, out, a, b, key);
     guarded("multiply_relinearize", [&] {
       Op op(*this, bc, "multiply_relinearize");
+      op.require_shape(a, 2, a.limbs, "first operand");
+      op.require_shape(b, 2, a.limbs, "second operand");
+      op.require_shape(out, 2, a.limbs, "output");
       const kernels::Poly pa = op.in(a);
       const kernels::Poly pb = op.in(b);
       const kernels::Poly o = op.out(out);
-      if (pa.components != 2 || pb.components != 2 || o.components != 2 || pb.limbs != pa.limbs ||
-          o.limbs != pa.limbs) {
-        throw BackendError("cuda multiply_relinearize: operands of " + std::to_string(pa.components) + " and " +
-                           std::to_string(pb.components) + " components (" + std::to_string(pa.limbs) + " and " +
-                           std::to_string(pb.limbs) + " limbs) into " + std::to_string(o.components) + " components (" +
-                           std::to_string(o.limbs) + " limbs), expected 2, 2 and 2 components of equal limbs");
-      }
       const KeySwitchView& ks = op.key_switch(pa.limbs - 1);
       const u64* k = op.key(key);
       op.uses_key_switch_work();

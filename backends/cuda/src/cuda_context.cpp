@@ -219,7 +219,7 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   rescale_temp_ = DeviceAllocation(runtime_, 3 * bytes_per_limb);
   workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 2 * q_limbs + product_limbs + 3) * bytes_per_limb;
   work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words(), product_.words()};
-  if (n <= (std::size_t{1} << 15)) {
+  if (n <= hoisted_branch_limit) {
     for (int b = 0; b < DeviceRuntime::branches; ++b) {
       kernels::KeySwitchWork w = work_;
       w.accumulators = branch_buffers_.emplace_back(runtime_, 2 * slots * bytes_per_limb).words();

@@ -59,6 +59,8 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // product a1 b1 in work().product); above it, the two calls (and no product).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
   bool fuses_multiply() const { return context_->ring_degree() <= fused_multiply_limit; }
+  // Up to this ring degree a hoisted batch's rotations run on branches (branch_work).
+  static constexpr std::size_t hoisted_branch_limit = std::size_t{1} << 15;
 
   kernels::Launch launch() const;
   const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
