@@ -71,7 +71,91 @@ __device__ __forceinline__ void stage_converter(const ConverterView& v, const De
   }
   for (int k = static_cast<int>(threadIdx.x); k < nb * (na + 1); k += step) {
     const int j = k / (na + 1);
-    targets[j * per + 2 + 2 * na + k % (na + 1)] = v.overflow_mod_to[k];
+    const bool fp_target = fp && primes[v.to_key_limb[j]].value < fp_limit;
+    const u64 overflow = v.overflow_mod_to[k];
+    targets[j * per + 2 + 2 * na + k % (na + 1)] =
+        fp_target ? bits_of(-ntt::FpArith::from_bits(overflow)) : overflow;
+  }
+}
+
+// convert_staged for |A| = `na` >= 2 sources; EXACT: na == MAX_FROM, so no
+// source index is guarded at run time.
+template <int MAX_FROM, int C, bool EXACT, class Out>
+__device__ __forceinline__ void convert_sources(const u64* sm, int na, int nb, const u64* const (&in)[C], u32 n,
+                                                u64 fp_limit, Out out) {
+  if constexpr (EXACT) na = MAX_FROM;
+  const auto has = [na](int i) { return EXACT || i < na; };
+  const int per = converter_target_words(na);
+  const u64* targets = sm + 4 * na;
+  u64 r[C];
+  u64 y[C][MAX_FROM];
+  int count[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    double overflow = 0.0;
+#pragma unroll
+    for (int i = 0; i < MAX_FROM; ++i) {
+      if (has(i)) {
+        y[c][i] = mul_shoup(in[c][static_cast<std::size_t>(i) * n], sm[na + i], sm[2 * na + i], sm[i]);
+        const double inverse = __longlong_as_double(static_cast<long long>(sm[3 * na + i]));
+        overflow = __dadd_rn(overflow, __dmul_rn(__ull2double_rn(y[c][i]), inverse));
+      }
+    }
+    count[c] = static_cast<int>(__double2ull_rz(__dadd_rn(overflow, 0.5)));
+  }
+  constexpr bool fp_possible = MAX_FROM <= 16;  // the double copies of y stay in registers
+  const bool fp = fp_possible && fp_sources(sm, na, fp_limit);
+  double yd[C][fp_possible ? MAX_FROM : 1];
+  if constexpr (fp_possible) {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+#pragma unroll
+      for (int i = 0; i < MAX_FROM; ++i) yd[c][i] = has(i) ? ntt::FpArith::from_bits(y[c][i]) : 0.0;
+    }
+  }
+  for (int j = 0; j < nb; ++j) {
+    const u64* t = targets + j * per;
+    const u64 b = t[0];
+    if constexpr (fp_possible) {
+      if (fp && b < fp_limit) {
+        const ntt::FpArith a(ntt::FpArith::from_bits(b), double_bits(t[1]));
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          // Starts at -[v A]_b (staged as a double), then within 0.63 b of it
+          // per source: below 2^48 in magnitude, an exact integer throughout.
+          double sum = double_bits(t[2 + 2 * na + count[c]]);
+#pragma unroll
+          for (int i = 0; i < MAX_FROM; ++i) {
+            if (has(i)) sum = __dadd_rn(sum, a.mul_reduce(yd[c][i], double_bits(t[2 + na + i])));
+          }
+          r[c] = a.canonical(sum);
+        }
+        out(j, r);
+        continue;
+      }
+    }
+    const u64 two_b = 2 * b;
+    u64 sum[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) sum[c] = 0;
+#pragma unroll
+    for (int i = 0; i < MAX_FROM; ++i) {
+      if (has(i)) {
+        const u64 hat = t[2 + i];
+        const u64 hat_shoup = t[2 + na + i];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          sum[c] += mul_shoup_lazy(y[c][i], hat, hat_shoup, b);  // < 2b
+          sum[c] = sum[c] >= two_b ? sum[c] - two_b : sum[c];    // < 2b (4b < 2^64)
+        }
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const u64 v = sum[c] >= b ? sum[c] - b : sum[c];
+      r[c] = sub_mod(v, t[2 + 2 * na + count[c]], b);
+    }
+    out(j, r);
   }
 }
 
@@ -110,73 +194,13 @@ __device__ __forceinline__ void convert_staged(const u64* sm, int na, int nb, co
     }
     return;
   }
-  u64 y[C][MAX_FROM];
-  int count[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    double overflow = 0.0;
-#pragma unroll
-    for (int i = 0; i < MAX_FROM; ++i) {
-      if (i < na) {
-        y[c][i] = mul_shoup(in[c][static_cast<std::size_t>(i) * n], sm[na + i], sm[2 * na + i], sm[i]);
-        const double inverse = __longlong_as_double(static_cast<long long>(sm[3 * na + i]));
-        overflow = __dadd_rn(overflow, __dmul_rn(__ull2double_rn(y[c][i]), inverse));
-      }
-    }
-    count[c] = static_cast<int>(__double2ull_rz(__dadd_rn(overflow, 0.5)));
-  }
-  constexpr bool fp_possible = MAX_FROM <= 16;  // the double copies of y stay in registers
-  const bool fp = fp_possible && fp_sources(sm, na, fp_limit);
-  double yd[C][fp_possible ? MAX_FROM : 1];
-  if constexpr (fp_possible) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-#pragma unroll
-      for (int i = 0; i < MAX_FROM; ++i) yd[c][i] = i < na ? ntt::FpArith::from_bits(y[c][i]) : 0.0;
+  if constexpr (MAX_FROM <= 16) {
+    if (na == MAX_FROM) {
+      convert_sources<MAX_FROM, C, true>(sm, na, nb, in, n, fp_limit, out);
+      return;
     }
   }
-  for (int j = 0; j < nb; ++j) {
-    const u64* t = targets + j * per;
-    const u64 b = t[0];
-    if constexpr (fp_possible) {
-      if (fp && b < fp_limit) {
-        const ntt::FpArith a(ntt::FpArith::from_bits(b), double_bits(t[1]));
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          double sum = 0.0;  // within 0.63 b na of zero
-#pragma unroll
-          for (int i = 0; i < MAX_FROM; ++i) {
-            if (i < na) sum = __dadd_rn(sum, a.mul_reduce(yd[c][i], double_bits(t[2 + na + i])));
-          }
-          r[c] = sub_mod(a.canonical(sum), t[2 + 2 * na + count[c]], b);
-        }
-        out(j, r);
-        continue;
-      }
-    }
-    const u64 two_b = 2 * b;
-    u64 sum[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) sum[c] = 0;
-#pragma unroll
-    for (int i = 0; i < MAX_FROM; ++i) {
-      if (i < na) {
-        const u64 hat = t[2 + i];
-        const u64 hat_shoup = t[2 + na + i];
-#pragma unroll
-        for (int c = 0; c < C; ++c) {
-          sum[c] += mul_shoup_lazy(y[c][i], hat, hat_shoup, b);  // < 2b
-          sum[c] = sum[c] >= two_b ? sum[c] - two_b : sum[c];    // < 2b (4b < 2^64)
-        }
-      }
-    }
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const u64 v = sum[c] >= b ? sum[c] - b : sum[c];
-      r[c] = sub_mod(v, t[2 + 2 * na + count[c]], b);
-    }
-    out(j, r);
-  }
+  convert_sources<MAX_FROM, C, false>(sm, na, nb, in, n, fp_limit, out);
 }
 
 }  // namespace fhelium::cuda
