@@ -23,8 +23,9 @@ namespace fhelium::cuda {
 // hat_inverse_shoup, inverse_double_bits (|A| each), then per target j:
 // value, floor(2^64 / b_j), hat[|A|], hat_shoup[|A|], overflow[|A| + 1].
 // A target on the double-precision path (fp_target) has the bits of the
-// double 1 / b_j instead of floor(2^64 / b_j) and the hats as doubles
-// instead of their Shoup constants.
+// double 1 / b_j instead of floor(2^64 / b_j), the hats as doubles
+// instead of their Shoup constants, and -overflow[v] as doubles (the sum
+// starts there, so no subtraction modulo b_j follows).
 __host__ __device__ constexpr int converter_target_words(int na) { return 3 * na + 3; }
 __host__ __device__ constexpr int converter_smem_words(int na, int nb) {
   return 4 * na + nb * converter_target_words(na);
