@@ -160,6 +160,37 @@ __device__ __forceinline__ void convert_sources(const u64* sm, int na, int nb, c
   }
 }
 
+// convert_staged for one source (alpha = 1): each target's residue is the
+// centered lift of x, x mod b_j minus [a_0]_{b_j} when x > (a_0 - 1) / 2.
+template <int C, class Out>
+__device__ __forceinline__ void convert_one_source(const u64* sm, int nb, const u64* const (&in)[C], Out out) {
+  const int per = converter_target_words(1);
+  const u64* targets = sm + 4;
+  u64 x[C];
+  bool negative[C];
+  const u64 a0 = sm[0];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    x[c] = in[c][0];
+    negative[c] = x[c] > (a0 - 1) / 2;
+  }
+#pragma unroll 2
+  for (int j = 0; j < nb; ++j) {
+    const u64* t = targets + j * per;
+    const u64 b = t[0];
+    const u64 ratio = t[1];
+    const u64 lifted = t[5];  // [a_0]_{b_j}
+    u64 r[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      u64 v = x[c] - __umul64hi(x[c], ratio) * b;  // x mod b: floor(2^64 / b) is at most one short
+      v = v >= b ? v - b : v;
+      r[c] = negative[c] ? sub_mod(v, lifted, b) : v;
+    }
+    out(j, r);
+  }
+}
+
 // Converts C coefficients per thread (sharing each staged constant): in[c]
 // points at coefficient c in source limb 0 (limb stride n); out(j, r) receives
 // the C residues modulo target j. MAX_FROM bounds |A| at compile time (the
@@ -167,32 +198,8 @@ __device__ __forceinline__ void convert_sources(const u64* sm, int na, int nb, c
 template <int MAX_FROM, int C, class Out>
 __device__ __forceinline__ void convert_staged(const u64* sm, int na, int nb, const u64* const (&in)[C], u32 n,
                                                u64 fp_limit, Out out) {
-  const int per = converter_target_words(na);
-  const u64* targets = sm + 4 * na;
-  u64 r[C];
   if (na == 1) {
-    u64 x[C];
-    bool negative[C];
-    const u64 a0 = sm[0];
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      x[c] = in[c][0];
-      negative[c] = x[c] > (a0 - 1) / 2;
-    }
-#pragma unroll 2
-    for (int j = 0; j < nb; ++j) {
-      const u64* t = targets + j * per;
-      const u64 b = t[0];
-      const u64 ratio = t[1];
-      const u64 lifted = t[5];  // [a_0]_{b_j}
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        u64 v = x[c] - __umul64hi(x[c], ratio) * b;  // x mod b: floor(2^64 / b) is at most one short
-        v = v >= b ? v - b : v;
-        r[c] = negative[c] ? sub_mod(v, lifted, b) : v;
-      }
-      out(j, r);
-    }
+    convert_one_source<C>(sm, nb, in, out);
     return;
   }
   if constexpr (MAX_FROM <= 16) {

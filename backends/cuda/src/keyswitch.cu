@@ -346,12 +346,8 @@ __global__ void __launch_bounds__(TipTile::threads, tip_blocks_per_sm)
       using V = typename A::Value;
       const ntt::TileSmem<tip_log_tile, W, A> sm(dynamic_smem);
       V* data = sm.data;
-      ntt::load_tile_twiddles<tip_log_tile, W>(sm.tw, A::roots(t, key_limb), static_cast<u32>(n >> tip_log_tile),
-                                               blockIdx.x);
-#pragma unroll
-      for (int r = 0; r < W; ++r) data[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))] = ar.from_word(x[r]);
-      __syncthreads();
-      ntt::tile_passes<true, tip_log_tile, W, 0>(data, sm.tw, ar, [data](u32 i, V v) { data[ntt::padded(i)] = v; });
+      ntt::forward_tile(sm, A::roots(t, key_limb), static_cast<u32>(n >> tip_log_tile), blockIdx.x, ar, x,
+                        [data](u32 i, V v) { data[ntt::padded(i)] = v; });
       __syncthreads();
 #pragma unroll
       for (int r = 0; r < W; ++r) x[r] = ar.forward_word(data[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))]);

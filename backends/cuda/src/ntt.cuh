@@ -51,6 +51,9 @@ struct Tile {
   static constexpr int size = 1 << LOG_TILE;
   static constexpr int words = W;
   static constexpr int max_radix_log = W == 8 ? 3 : 2;
+  // The first forward pass takes the stages a whole number of full passes
+  // leaves over (the inverse's last pass likewise).
+  static constexpr int first_forward_log = LOG_TILE % max_radix_log == 0 ? max_radix_log : LOG_TILE % max_radix_log;
   static constexpr int threads = size / W;
   static constexpr int data_words = size + size / 32;  // one pad word every 32 (bank conflicts)
   // Dynamic shared memory: room for `size` twiddle pairs (entry 0 unused;
@@ -84,24 +87,37 @@ struct TileSmem {
 // position p uses tw[TILE / 2t + p / 2t]. Globally that is
 // roots[N / 2t + (tile_base + p) / 2t] = roots[m (N1 + tile) + i] with
 // m = TILE / 2t, i = p / 2t.
+__device__ __forceinline__ u32 tile_twiddle_position(u32 j, u32 n1, u32 tile) {
+  const u32 m = 1u << (31 - __clz(j));
+  return m * (n1 + tile) + (j - m);
+}
+
+// A thread's share of a tile's twiddles: loaded on construction, stored by
+// stash(), so the loads overlap whatever the thread does in between.
+template <int LOG_TILE, int W, class Tw>
+struct TileTwiddleLoad {
+  Tw v[W];
+  __device__ TileTwiddleLoad(const Tw* __restrict__ roots, u32 n1, u32 tile) {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 j = position(r);
+      if (j != 0) v[r] = roots[tile_twiddle_position(j, n1, tile)];
+    }
+  }
+  __device__ void stash(Tw* tw) const {
+#pragma unroll
+    for (int r = 0; r < W; ++r) {
+      const u32 j = position(r);
+      if (j != 0) tw[j] = v[r];
+    }
+  }
+  __device__ static u32 position(int r) { return threadIdx.x + static_cast<u32>(r * Tile<LOG_TILE, W>::threads); }
+};
+
 // All of a thread's loads are issued before its first shared-memory store.
 template <int LOG_TILE, int W, class Tw>
 __device__ __forceinline__ void load_tile_twiddles(Tw* tw, const Tw* __restrict__ roots, u32 n1, u32 tile) {
-  using T = Tile<LOG_TILE, W>;
-  Tw v[W];
-#pragma unroll
-  for (int r = 0; r < W; ++r) {
-    const u32 j = threadIdx.x + static_cast<u32>(r * T::threads);
-    if (j != 0) {
-      const u32 m = 1u << (31 - __clz(j));
-      v[r] = roots[m * (n1 + tile) + (j - m)];
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < W; ++r) {
-    const u32 j = threadIdx.x + static_cast<u32>(r * T::threads);
-    if (j != 0) tw[j] = v[r];
-  }
+  TileTwiddleLoad<LOG_TILE, W, Tw>(roots, n1, tile).stash(tw);
 }
 
 // R stages over groups of 2^R words, 8 words per thread, in shared memory.
@@ -157,7 +173,7 @@ __device__ __forceinline__ void tile_passes(typename A::Value* smem, const typen
   if constexpr (DONE < LOG_TILE) {
     constexpr int remaining = LOG_TILE - DONE;
     constexpr int rmax = Tile<LOG_TILE, W>::max_radix_log;
-    constexpr int first_forward = LOG_TILE % rmax == 0 ? rmax : LOG_TILE % rmax;
+    constexpr int first_forward = Tile<LOG_TILE, W>::first_forward_log;
     constexpr int R = FORWARD ? (DONE == 0 ? first_forward : rmax) : (remaining < rmax ? remaining : rmax);
     constexpr bool last = DONE + R == LOG_TILE;
     const int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
@@ -172,10 +188,59 @@ __device__ __forceinline__ void tile_passes(typename A::Value* smem, const typen
   }
 }
 
+// The first forward pass of a tile on the words a thread loaded (word r at
+// tile position threadIdx.x + r threads): that pass's groups (distances
+// TILE/2 .. TILE/2^R) are exactly such words, so it needs no round trip
+// through shared memory and no barrier; its 2^R - 1 twiddles are the tile
+// twiddles 1 .. 2^R - 1, read from the table.
+template <int LOG_TILE, int W, class A>
+__device__ __forceinline__ void first_forward_pass(typename A::Value (&x)[W],
+                                                   const typename A::Twiddle* __restrict__ roots, u32 n1, u32 tile,
+                                                   const A& a) {
+  constexpr int R = Tile<LOG_TILE, W>::first_forward_log;
+  static_assert(R < LOG_TILE);
+  constexpr int group = 1 << R;
+  constexpr int groups = W / group;  // per thread
+  typename A::Twiddle w[group];      // w[0] unused
+#pragma unroll
+  for (int j = 1; j < group; ++j) w[j] = roots[tile_twiddle_position(static_cast<u32>(j), n1, tile)];
+#pragma unroll
+  for (int g = 0; g < groups; ++g) {
+#pragma unroll
+    for (int s = 0; s < R; ++s) {
+      const int half = 1 << (R - 1 - s);
+#pragma unroll
+      for (int e = 0; e < group; ++e) {
+        if (e & half) continue;
+        a.forward(x[g + e * groups], x[g + (e + half) * groups], w[(1 << s) + (e >> (R - s))]);
+      }
+    }
+  }
+}
+
+// Every forward stage of tile `tile` of a limb from a thread's loaded words
+// (word r at tile position threadIdx.x + r threads, in [0, 4q)), into s.data
+// and then `store`, as tile_passes; the first pass in registers.
+template <int LOG_TILE, int W, class A, class Store>
+__device__ __forceinline__ void forward_tile(const TileSmem<LOG_TILE, W, A>& s,
+                                             const typename A::Twiddle* __restrict__ roots, u32 n1, u32 tile,
+                                             const A& a, const u64 (&words)[W], Store store) {
+  using T = Tile<LOG_TILE, W>;
+  const TileTwiddleLoad<LOG_TILE, W, typename A::Twiddle> twiddles(roots, n1, tile);
+  typename A::Value x[W];
+#pragma unroll
+  for (int r = 0; r < W; ++r) x[r] = a.from_word(words[r]);
+  first_forward_pass<LOG_TILE, W>(x, roots, n1, tile, a);
+  twiddles.stash(s.tw);
+#pragma unroll
+  for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
+  tile_passes<true, LOG_TILE, W, T::first_forward_log>(s.data, s.tw, a, store);  // starts at a barrier
+}
+
 // Forward stages with distance < TILE. SINGLE: the whole transform (reads
 // batch.load); otherwise reads batch.inter, written by forward_columns.
 template <int LOG_TILE, bool SINGLE, int W, class Batch>
-__global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttTables t, Batch batch) {
+__device__ __forceinline__ void forward_tiles_body(const NttTables& t, const Batch& batch) {
   using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
   const int b = static_cast<int>(blockIdx.y);
@@ -197,12 +262,8 @@ __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttT
   with_arith(t, limb, [&](auto a) {
     using A = decltype(a);
     const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
-    load_tile_twiddles<LOG_TILE, W>(s.tw, A::roots(t, limb), n1, blockIdx.x);
-#pragma unroll
-    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
-    __syncthreads();
-    tile_passes<true, LOG_TILE, W, 0>(s.data, s.tw, a,
-                                      [data = s.data](u32 i, typename A::Value v) { data[padded(i)] = v; });
+    forward_tile(s, A::roots(t, limb), n1, blockIdx.x, a, words,
+                 [data = s.data](u32 i, typename A::Value v) { data[padded(i)] = v; });
     typename Batch::Aux aux[W];
 #pragma unroll
     for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
@@ -213,6 +274,21 @@ __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttT
       batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
     }
   });
+}
+
+template <int LOG_TILE, bool SINGLE, int W, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) forward_tiles(NttTables t, Batch batch) {
+  forward_tiles_body<LOG_TILE, SINGLE, W>(t, batch);
+}
+
+// The same held to three blocks per SM (80 registers), for the 2^11-word
+// tiles of N = 2^16: left to itself ptxas gives some batches 92-100
+// registers and two blocks (rescale's kept-limb batch: 2^16 rescale 86.5 ->
+// 93.8 us). An explicit minimum of one block is not the same as none: it
+// moves other tiles' counts too, so the other shapes keep the plain bound.
+template <int LOG_TILE, bool SINGLE, int W, class Batch>
+__global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads, 3) forward_tiles_three_per_sm(NttTables t, Batch batch) {
+  forward_tiles_body<LOG_TILE, SINGLE, W>(t, batch);
 }
 
 // Inverse stages with distance < TILE. SINGLE: the whole transform, times
@@ -566,9 +642,16 @@ void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int co
   using T = Tile<LOG_TILE, W>;
   const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
   if (forward) {
-    allow_dynamic_smem(forward_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes);
-    forward_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
-    check_launch("ntt forward_tiles");
+    auto launch = [&](auto kernel) {
+      allow_dynamic_smem(kernel, T::smem_bytes);
+      kernel<<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
+      check_launch("ntt forward_tiles");
+    };
+    if constexpr (LOG_TILE == 11 && W == 8) {
+      launch(forward_tiles_three_per_sm<LOG_TILE, SINGLE, W, Batch>);
+    } else {
+      launch(forward_tiles<LOG_TILE, SINGLE, W, Batch>);
+    }
   } else {
     allow_dynamic_smem(inverse_tiles<LOG_TILE, SINGLE, W, Batch>, T::smem_bytes);
     inverse_tiles<LOG_TILE, SINGLE, W><<<grid, T::threads, T::smem_bytes, stream>>>(t, batch);
