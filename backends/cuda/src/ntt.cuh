@@ -13,7 +13,9 @@
 // in registers. When N <= 1024 one `tiles` kernel does everything. A tile
 // first copies its words and every twiddle it needs (one contiguous run per
 // stage) into shared memory with coalesced loads, so each pass reads each
-// distinct twiddle once and no pass waits on global memory.
+// distinct twiddle once and no pass waits on global memory; a forward tile
+// runs its first pass on the loaded words before that copy (v20 in
+// docs/perf/cuda.md).
 //
 // A Batch tells the kernels where limb b comes from and goes to:
 //   bool skip(int b)                  // the block returns at once
