@@ -104,7 +104,9 @@ __device__ __forceinline__ void cluster_forward(const NttTables& t, int limb, co
   const u32 rank = cluster.block_rank();
   const bool column_thread = threadIdx.x < C;  // whole warps
   const TileSmem<S::log_tile, W, A> s(dynamic_smem);
-  load_tile_twiddles<S::log_tile, W>(s.tw, A::roots(t, limb), cluster_blocks, rank);
+  // The tile's twiddles load while the column stages run (stored after them):
+  // the column roots' loads do not wait behind the twiddles' round trip.
+  const TileTwiddleLoad<S::log_tile, W, typename A::Twiddle> twiddles(A::roots(t, limb), cluster_blocks, rank);
   V x[cluster_blocks];
   if (column_thread) {
     const ColumnRoots<A> roots(A::roots(t, limb));
@@ -112,6 +114,7 @@ __device__ __forceinline__ void cluster_forward(const NttTables& t, int limb, co
     for (int k = 0; k < cluster_blocks; ++k) x[k] = a.from_word(column[k]);
     forward_column_stages<cluster_blocks, 1>(x, roots.w, a);
   }
+  twiddles.stash(s.tw);
   if constexpr (ENTRY_WAIT) wait_for_cluster_entry();
   if (column_thread) {
     const u32 j = rank * C + threadIdx.x;
