@@ -48,6 +48,8 @@ __device__ __forceinline__ void stage_converter(const ConverterView& v, const De
   const int na = v.from_count;
   const int nb = v.to_count;
   const bool fp = fp_sources(v.from_value, na, fp_limit);
+  // Target j takes the double-precision path (see convert_sources).
+  const auto fp_target = [&](int j) { return fp && primes[v.to_key_limb[j]].value < fp_limit; };
   const int per = converter_target_words(na);
   const int step = static_cast<int>(blockDim.x);
   for (int i = static_cast<int>(threadIdx.x); i < na; i += step) {
@@ -60,22 +62,20 @@ __device__ __forceinline__ void stage_converter(const ConverterView& v, const De
   for (int j = static_cast<int>(threadIdx.x); j < nb; j += step) {
     const DevPrime& p = primes[v.to_key_limb[j]];
     targets[j * per] = p.value;
-    targets[j * per + 1] = fp && p.value < fp_limit ? p.inverse_bits : p.ratio_hi;  // 1 / b_j as a double
+    targets[j * per + 1] = fp_target(j) ? p.inverse_bits : p.ratio_hi;  // 1 / b_j as a double
   }
   for (int k = static_cast<int>(threadIdx.x); k < nb * na; k += step) {
     const int j = k / na;
     const int i = k % na;
-    const bool fp_target = fp && primes[v.to_key_limb[j]].value < fp_limit;
     targets[j * per + 2 + i] = v.hat_mod_to[k];
     targets[j * per + 2 + na + i] =
-        fp_target ? bits_of(ntt::FpArith::from_bits(v.hat_mod_to[k])) : v.hat_mod_to_shoup[k];
+        fp_target(j) ? bits_of(ntt::FpArith::from_bits(v.hat_mod_to[k])) : v.hat_mod_to_shoup[k];
   }
   for (int k = static_cast<int>(threadIdx.x); k < nb * (na + 1); k += step) {
     const int j = k / (na + 1);
-    const bool fp_target = fp && primes[v.to_key_limb[j]].value < fp_limit;
     const u64 overflow = v.overflow_mod_to[k];
     targets[j * per + 2 + 2 * na + k % (na + 1)] =
-        fp_target ? bits_of(-ntt::FpArith::from_bits(overflow)) : overflow;
+        fp_target(j) ? bits_of(-ntt::FpArith::from_bits(overflow)) : overflow;
   }
 }
 
