@@ -347,10 +347,10 @@ __global__ void __launch_bounds__(TipTile::threads, tip_blocks_per_sm)
       const ntt::TileSmem<tip_log_tile, W, A> sm(dynamic_smem);
       V* data = sm.data;
       ntt::forward_tile(sm, A::roots(t, key_limb), static_cast<u32>(n >> tip_log_tile), blockIdx.x, ar, x,
-                        [data](u32 i, V v) { data[ntt::padded(i)] = v; });
+                        ntt::TileData<V>{data});
       __syncthreads();
 #pragma unroll
-      for (int r = 0; r < W; ++r) x[r] = ar.forward_word(data[ntt::padded(threadIdx.x + static_cast<u32>(r * T::threads))]);
+      for (int r = 0; r < W; ++r) x[r] = ar.forward_word(data[ntt::tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))]);
     });
     __syncthreads();  // the products overwrite the twiddles and the data
   }

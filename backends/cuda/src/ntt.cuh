@@ -33,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "ab_switch.hpp"
 #include "cuda_check.hpp"
@@ -57,7 +58,7 @@ struct Tile {
   // leaves over (the inverse's last pass likewise).
   static constexpr int first_forward_log = LOG_TILE % max_radix_log == 0 ? max_radix_log : LOG_TILE % max_radix_log;
   static constexpr int threads = size / W;
-  static constexpr int data_words = size + size / 32;  // one pad word every 32 (bank conflicts)
+  static constexpr int data_words = size + size / 8;  // at tile_slot positions
   // Dynamic shared memory: room for `size` twiddle pairs (entry 0 unused;
   // FpArith's twiddles take half), then the data.
   static constexpr int smem_bytes = size * 16 + data_words * 8;
@@ -72,7 +73,31 @@ struct Tile {
 template <int N1>
 constexpr int column_min_blocks = N1 == 32 ? 3 : 1;
 
-__device__ __forceinline__ u32 padded(u32 i) { return i + (i >> 5); }
+// The shared-memory slot of tile word i: two pad words after every 16. A
+// half-warp's 8-byte accesses to 16 consecutive words, or to 8-word runs 64
+// apart (the distance-8 passes), and a quarter-warp's 16-byte accesses to 8
+// or 4 consecutive words per thread (the distance-1 passes) each hit
+// distinct banks. Slots of an aligned run of 8 words are consecutive and
+// start even. (One pad word every 32 before v21: 30 % of the tile kernels'
+// shared wavefronts were bank conflicts, docs/perf/cuda.md.)
+__device__ __forceinline__ u32 tile_slot(u32 i) { return i + 2 * (i >> 4); }
+
+// Two words (or double-precision twiddles) read or written as one 16-byte
+// shared-memory access.
+template <class V>
+struct alignas(16) PairOf {
+  V lo;
+  V hi;
+};
+
+// A pass's destination when it writes the tile data back (word i at
+// tile_slot(i)): a pass whose groups are consecutive words writes each
+// group 16 bytes at a time.
+template <class V>
+struct TileData {
+  V* data;
+  __device__ void operator()(u32 i, V v) const { data[tile_slot(i)] = v; }
+};
 
 // A tile's shared memory typed for arithmetic A.
 template <int LOG_TILE, int W, class A>
@@ -123,34 +148,61 @@ __device__ __forceinline__ void load_tile_twiddles(Tw* tw, const Tw* __restrict_
 }
 
 // R stages over groups of 2^R words, 8 words per thread, in shared memory.
-// Forward: distances 2^t0_log, 2^(t0_log - 1), ...; inverse: 2^t0_log,
-// 2^(t0_log + 1), ... Every butterfly of a stage inside one group whose
-// upper words share `e >> k` shares its twiddle, loaded once.
-template <bool FORWARD, int R, int LOG_TILE, int W, class A, class Dst>
-__device__ __forceinline__ void pass(int t0_log, const typename A::Value* smem, const typename A::Twiddle* tw,
-                                     const A& a, Dst dst) {
+// Forward: distances 2^T0_LOG, 2^(T0_LOG - 1), ...; inverse: 2^T0_LOG,
+// 2^(T0_LOG + 1), ... Every butterfly of a stage inside one group whose
+// upper words share `e >> k` shares its twiddle, loaded once. A stage's
+// distinct twiddles start at a multiple of their count, so the double-
+// precision ones load two per access; a group of consecutive words (distance
+// 1, stride 1) loads, and stores to TileData, two per access.
+template <bool FORWARD, int R, int T0_LOG, int LOG_TILE, int W, class A, class Dst>
+__device__ __forceinline__ void pass(const typename A::Value* smem, const typename A::Twiddle* tw, const A& a,
+                                     Dst dst) {
+  using V = typename A::Value;
+  using Tw = typename A::Twiddle;
   constexpr int group = 1 << R;
   constexpr int groups_per_thread = W / group;
   constexpr int threads = Tile<LOG_TILE, W>::threads;
-  const int stride_log = FORWARD ? t0_log - (R - 1) : t0_log;
-  const int span_log = FORWARD ? t0_log + 1 : t0_log + R;
+  constexpr int stride_log = FORWARD ? T0_LOG - (R - 1) : T0_LOG;
+  constexpr int span_log = FORWARD ? T0_LOG + 1 : T0_LOG + R;
+  constexpr bool consecutive = stride_log == 0 && group >= 2;
+  constexpr bool data_dst = std::is_same_v<Dst, TileData<V>>;
 #pragma unroll
   for (int g = 0; g < groups_per_thread; ++g) {
     const u32 gi = threadIdx.x + static_cast<u32>(g * threads);
     const u32 off = gi & ((1u << stride_log) - 1);
     const u32 base = ((gi >> stride_log) << span_log) + off;
-    typename A::Value x[group];
+    V x[group];
+    if constexpr (consecutive) {
+      const auto* pairs = reinterpret_cast<const PairOf<V>*>(smem + tile_slot(base));
 #pragma unroll
-    for (int e = 0; e < group; ++e) x[e] = smem[padded(base + (static_cast<u32>(e) << stride_log))];
+      for (int e = 0; e < group; e += 2) {
+        const PairOf<V> pair = pairs[e / 2];
+        x[e] = pair.lo;
+        x[e + 1] = pair.hi;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < group; ++e) x[e] = smem[tile_slot(base + (static_cast<u32>(e) << stride_log))];
+    }
 #pragma unroll
     for (int s = 0; s < R; ++s) {
-      const int ts_log = FORWARD ? t0_log - s : t0_log + s;
+      const int ts_log = FORWARD ? T0_LOG - s : T0_LOG + s;
       const int half = FORWARD ? 1 << (R - 1 - s) : 1 << s;
       const int distinct = FORWARD ? 1 << s : 1 << (R - 1 - s);
       const u32 first = (1u << (LOG_TILE - 1 - ts_log)) + (base >> (ts_log + 1));
-      typename A::Twiddle w[group / 2];
+      Tw w[group / 2];
+      if (std::is_same_v<Tw, double> && distinct >= 2) {
+        const auto* pairs = reinterpret_cast<const PairOf<Tw>*>(tw + first);
 #pragma unroll
-      for (int h = 0; h < distinct; ++h) w[h] = tw[first + h];
+        for (int h = 0; h < distinct; h += 2) {
+          const PairOf<Tw> pair = pairs[h / 2];
+          w[h] = pair.lo;
+          w[h + 1] = pair.hi;
+        }
+      } else {
+#pragma unroll
+        for (int h = 0; h < distinct; ++h) w[h] = tw[first + h];
+      }
 #pragma unroll
       for (int e = 0; e < group; ++e) {
         if (e & half) continue;
@@ -163,8 +215,14 @@ __device__ __forceinline__ void pass(int t0_log, const typename A::Value* smem, 
       }
     }
     if constexpr (!FORWARD) a.settle(x[0]);  // the sum of the group's 2^R inputs
+    if constexpr (consecutive && data_dst) {
+      auto* pairs = reinterpret_cast<PairOf<V>*>(dst.data + tile_slot(base));
 #pragma unroll
-    for (int e = 0; e < group; ++e) dst(base + (static_cast<u32>(e) << stride_log), x[e]);
+      for (int e = 0; e < group; e += 2) pairs[e / 2] = PairOf<V>{x[e], x[e + 1]};
+    } else {
+#pragma unroll
+      for (int e = 0; e < group; ++e) dst(base + (static_cast<u32>(e) << stride_log), x[e]);
+    }
   }
 }
 
@@ -178,13 +236,12 @@ __device__ __forceinline__ void tile_passes(typename A::Value* smem, const typen
     constexpr int first_forward = Tile<LOG_TILE, W>::first_forward_log;
     constexpr int R = FORWARD ? (DONE == 0 ? first_forward : rmax) : (remaining < rmax ? remaining : rmax);
     constexpr bool last = DONE + R == LOG_TILE;
-    const int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
+    constexpr int t0_log = FORWARD ? LOG_TILE - 1 - DONE : DONE;
     if constexpr (DONE != 0) __syncthreads();
     if constexpr (last) {
-      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, a, store);
+      pass<FORWARD, R, t0_log, LOG_TILE, W>(smem, tw, a, store);
     } else {
-      pass<FORWARD, R, LOG_TILE, W>(t0_log, smem, tw, a,
-                                    [smem](u32 i, typename A::Value v) { smem[padded(i)] = v; });
+      pass<FORWARD, R, t0_log, LOG_TILE, W>(smem, tw, a, TileData<typename A::Value>{smem});
     }
     tile_passes<FORWARD, LOG_TILE, W, DONE + R>(smem, tw, a, store);
   }
@@ -235,7 +292,7 @@ __device__ __forceinline__ void forward_tile(const TileSmem<LOG_TILE, W, A>& s,
   first_forward_pass<LOG_TILE, W>(x, roots, n1, tile, a);
   twiddles.stash(s.tw);
 #pragma unroll
-  for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
+  for (int r = 0; r < W; ++r) s.data[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
   tile_passes<true, LOG_TILE, W, T::first_forward_log>(s.data, s.tw, a, store);  // starts at a barrier
 }
 
@@ -265,7 +322,7 @@ __device__ __forceinline__ void forward_tiles_body(const NttTables& t, const Bat
     using A = decltype(a);
     const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
     forward_tile(s, A::roots(t, limb), n1, blockIdx.x, a, words,
-                 [data = s.data](u32 i, typename A::Value v) { data[padded(i)] = v; });
+                 TileData<typename A::Value>{s.data});
     typename Batch::Aux aux[W];
 #pragma unroll
     for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));
@@ -273,7 +330,7 @@ __device__ __forceinline__ void forward_tiles_body(const NttTables& t, const Bat
 #pragma unroll
     for (int r = 0; r < W; ++r) {
       const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-      batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+      batch.store(b, tile_base + i, a.forward_word(s.data[tile_slot(i)]), aux[r]);
     }
   });
 }
@@ -312,7 +369,7 @@ __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) inverse_tiles(NttT
     const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
     load_tile_twiddles<LOG_TILE, W>(s.tw, A::inverse_roots(t, limb), n1, blockIdx.x);
 #pragma unroll
-    for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+    for (int r = 0; r < W; ++r) s.data[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     __syncthreads();
     [[maybe_unused]] u64* inter = SINGLE ? nullptr : batch.inter(b);
     // The last inverse pass has the largest stride: its direct stores coalesce.

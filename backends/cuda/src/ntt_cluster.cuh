@@ -71,7 +71,7 @@ __device__ __forceinline__ void cluster_inverse(const NttTables& t, int limb, co
   V* rows = reinterpret_cast<V*>(reinterpret_cast<char*>(dynamic_smem) + T::smem_bytes);  // [8][C]
   load_tile_twiddles<S::log_tile, W>(s.tw, A::inverse_roots(t, limb), cluster_blocks, rank);
 #pragma unroll
-  for (int r = 0; r < W; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+  for (int r = 0; r < W; ++r) s.data[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
   __syncthreads();
   wait_for_cluster_entry();
   // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
@@ -119,10 +119,10 @@ __device__ __forceinline__ void cluster_forward(const NttTables& t, int limb, co
   if (column_thread) {
     const u32 j = rank * C + threadIdx.x;
 #pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[padded(j)] = x[k];
+    for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s.data, k)[tile_slot(j)] = x[k];
   }
   cluster.sync();  // every block's tile is complete; no remote access follows
-  tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, [data = s.data](u32 i, V v) { data[padded(i)] = v; });
+  tile_passes<true, S::log_tile, W, 0>(s.data, s.tw, a, TileData<V>{s.data});
   const u32 tile_base = rank * T::size;
   typename Out::Aux aux[W];
 #pragma unroll
@@ -131,12 +131,15 @@ __device__ __forceinline__ void cluster_forward(const NttTables& t, int limb, co
 #pragma unroll
   for (int r = 0; r < W; ++r) {
     const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-    out.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+    out.store(b, tile_base + i, a.forward_word(s.data[tile_slot(i)]), aux[r]);
   }
 }
 
+// Held to two blocks per SM (64 registers): v21's tile layout otherwise gave
+// ModDown's lifted batch 76 registers and one block (2^14 key switch 48.4 ->
+// 51.4 us).
 template <int LOG_N, class Batch>
-__global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads)
+__global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(ClusterShape<LOG_N>::threads, 2)
     forward_cluster(NttTables t, Batch batch) {
   using S = ClusterShape<LOG_N>;
   extern __shared__ TwiddlePair dynamic_smem[];

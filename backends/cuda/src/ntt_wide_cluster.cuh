@@ -70,7 +70,7 @@ template <class V>
 __device__ __forceinline__ V* wide_exchange_slot(V* buffer, u32 rank, u32 i) {
   constexpr int lc = WideCluster::log_columns;
   return cooperative_groups::this_cluster().map_shared_rank(buffer, i >> lc) +
-         padded((rank << lc) + (i & ((1u << lc) - 1)));
+         tile_slot((rank << lc) + (i & ((1u << lc) - 1)));
 }
 
 template <class Batch>
@@ -96,19 +96,19 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) forward_wide_cluster(
     if (threadIdx.x < S::column_roots) s.roots[threadIdx.x] = A::roots(t, limb)[threadIdx.x];
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
-      s.columns[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+      s.columns[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     }
     __syncthreads();
-    pass<true, 2, S::log_tile, T::words>(S::log_tile - 1, s.columns, s.roots, a,
-                                         [&](u32 i, V v) { s.columns[padded(i)] = v; });
+    pass<true, 2, S::log_tile - 1, S::log_tile, T::words>(s.columns, s.roots, a,
+                                         TileData<V>{s.columns});
     __syncthreads();
     wait_for_cluster_entry();
-    pass<true, 2, S::log_tile, T::words>(S::log_tile - 3, s.columns, s.roots, a,
+    pass<true, 2, S::log_tile - 3, S::log_tile, T::words>(s.columns, s.roots, a,
                                          [&](u32 i, V v) { *wide_exchange_slot(s.data, rank, i) = v; });
     cluster.sync();  // every tile is complete; the column buffers are free for the twiddles
     load_tile_twiddles<S::log_tile, T::words>(s.tw, A::roots(t, limb), S::blocks, rank);
     __syncthreads();
-    tile_passes<true, S::log_tile, T::words, 0>(s.data, s.tw, a, [&](u32 i, V v) { s.data[padded(i)] = v; });
+    tile_passes<true, S::log_tile, T::words, 0>(s.data, s.tw, a, TileData<V>{s.data});
     const u32 tile_base = rank * T::size;
     typename Batch::Aux aux[T::words];
 #pragma unroll
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) forward_wide_cluster(
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
       const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-      batch.store(b, tile_base + i, a.forward_word(s.data[padded(i)]), aux[r]);
+      batch.store(b, tile_base + i, a.forward_word(s.data[tile_slot(i)]), aux[r]);
     }
   });
 }
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
     load_tile_twiddles<S::log_tile, T::words>(s.tw, A::inverse_roots(t, limb), S::blocks, rank);
     if (threadIdx.x < S::column_roots) s.roots[threadIdx.x] = A::inverse_roots(t, limb)[threadIdx.x];
 #pragma unroll
-    for (int r = 0; r < T::words; ++r) s.data[padded(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
+    for (int r = 0; r < T::words; ++r) s.data[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     __syncthreads();
     if constexpr (std::is_same_v<A, FpArith>) {
       // The twiddles end below the column buffers: the last pass stores remotely.
@@ -153,21 +153,21 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
                                                    [&](u32 i, V v) { *wide_exchange_slot(s.columns, rank, i) = v; });
     } else {
       // IntArith's twiddles overlap the column buffers: copy once every block is done with them.
-      tile_passes<false, S::log_tile, T::words, 0>(s.data, s.tw, a, [&](u32 i, V v) { s.data[padded(i)] = v; });
+      tile_passes<false, S::log_tile, T::words, 0>(s.data, s.tw, a, TileData<V>{s.data});
       wait_for_cluster_entry();
       cluster.sync();
 #pragma unroll
       for (int r = 0; r < T::words; ++r) {
         const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-        *wide_exchange_slot(s.columns, rank, i) = s.data[padded(i)];
+        *wide_exchange_slot(s.columns, rank, i) = s.data[tile_slot(i)];
       }
     }
     cluster.sync();  // the column buffers are complete; no remote access follows
-    pass<false, 2, S::log_tile, T::words>(S::log_tile - 4, s.columns, s.roots, a,
-                                          [&](u32 i, V v) { s.columns[padded(i)] = v; });
+    pass<false, 2, S::log_tile - 4, S::log_tile, T::words>(s.columns, s.roots, a,
+                                          TileData<V>{s.columns});
     __syncthreads();
-    pass<false, 2, S::log_tile, T::words>(S::log_tile - 2, s.columns, s.roots, a,
-                                          [&](u32 i, V v) { s.columns[padded(i)] = v; });
+    pass<false, 2, S::log_tile - 2, S::log_tile, T::words>(s.columns, s.roots, a,
+                                          TileData<V>{s.columns});
     typename Batch::Aux aux[T::words];
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
       const u32 i = threadIdx.x + static_cast<u32>(r * T::threads);
-      batch.store(b, wide_column_position(rank, i), a.times_inv_n(s.columns[padded(i)]), aux[r]);
+      batch.store(b, wide_column_position(rank, i), a.times_inv_n(s.columns[tile_slot(i)]), aux[r]);
     }
   });
 }
