@@ -80,7 +80,7 @@ constexpr int column_min_blocks = N1 == 32 ? 3 : 1;
 // distinct banks. Slots of an aligned run of 8 words are consecutive and
 // start even. (One pad word every 32 before v21: 30 % of the tile kernels'
 // shared wavefronts were bank conflicts, docs/perf/cuda.md.)
-__device__ __forceinline__ u32 tile_slot(u32 i) { return i + 2 * (i >> 4); }
+__host__ __device__ constexpr u32 tile_slot(u32 i) { return i + 2 * (i >> 4); }
 
 // Two words (or double-precision twiddles) read or written as one 16-byte
 // shared-memory access.
@@ -166,6 +166,10 @@ __device__ __forceinline__ void pass(const typename A::Value* smem, const typena
   constexpr int span_log = FORWARD ? T0_LOG + 1 : T0_LOG + R;
   constexpr bool consecutive = stride_log == 0 && group >= 2;
   constexpr bool data_dst = std::is_same_v<Dst, TileData<V>>;
+  // Otherwise word e of a group sits at tile_slot(base) + tile_slot(e <<
+  // stride_log), a constant offset: base is a multiple of 2^(stride_log + R)
+  // (at least 16) plus less than 2^stride_log, so no carry reaches bit 4.
+  static_assert(consecutive || stride_log + R >= 4);
 #pragma unroll
   for (int g = 0; g < groups_per_thread; ++g) {
     const u32 gi = threadIdx.x + static_cast<u32>(g * threads);
@@ -181,8 +185,9 @@ __device__ __forceinline__ void pass(const typename A::Value* smem, const typena
         x[e + 1] = pair.hi;
       }
     } else {
+      const V* words = smem + tile_slot(base);
 #pragma unroll
-      for (int e = 0; e < group; ++e) x[e] = smem[tile_slot(base + (static_cast<u32>(e) << stride_log))];
+      for (int e = 0; e < group; ++e) x[e] = words[tile_slot(static_cast<u32>(e) << stride_log)];
     }
 #pragma unroll
     for (int s = 0; s < R; ++s) {
@@ -219,6 +224,10 @@ __device__ __forceinline__ void pass(const typename A::Value* smem, const typena
       auto* pairs = reinterpret_cast<PairOf<V>*>(dst.data + tile_slot(base));
 #pragma unroll
       for (int e = 0; e < group; e += 2) pairs[e / 2] = PairOf<V>{x[e], x[e + 1]};
+    } else if constexpr (data_dst) {
+      V* words = dst.data + tile_slot(base);
+#pragma unroll
+      for (int e = 0; e < group; ++e) words[tile_slot(static_cast<u32>(e) << stride_log)] = x[e];
     } else {
 #pragma unroll
       for (int e = 0; e < group; ++e) dst(base + (static_cast<u32>(e) << stride_log), x[e]);
