@@ -330,8 +330,7 @@ __device__ __forceinline__ void forward_tiles_body(const NttTables& t, const Bat
   with_arith(t, limb, [&](auto a) {
     using A = decltype(a);
     const TileSmem<LOG_TILE, W, A> s(dynamic_smem);
-    forward_tile(s, A::roots(t, limb), n1, blockIdx.x, a, words,
-                 TileData<typename A::Value>{s.data});
+    forward_tile(s, A::roots(t, limb), n1, blockIdx.x, a, words, TileData<typename A::Value>{s.data});
     typename Batch::Aux aux[W];
 #pragma unroll
     for (int r = 0; r < W; ++r) aux[r] = batch.fetch(b, tile_base + threadIdx.x + static_cast<u32>(r * T::threads));

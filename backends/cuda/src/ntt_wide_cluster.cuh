@@ -99,12 +99,11 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) forward_wide_cluster(
       s.columns[tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = a.from_word(words[r]);
     }
     __syncthreads();
-    pass<true, 2, S::log_tile - 1, S::log_tile, T::words>(s.columns, s.roots, a,
-                                         TileData<V>{s.columns});
+    pass<true, 2, S::log_tile - 1, S::log_tile, T::words>(s.columns, s.roots, a, TileData<V>{s.columns});
     __syncthreads();
     wait_for_cluster_entry();
-    pass<true, 2, S::log_tile - 3, S::log_tile, T::words>(s.columns, s.roots, a,
-                                         [&](u32 i, V v) { *wide_exchange_slot(s.data, rank, i) = v; });
+    pass<true, 2, S::log_tile - 3, S::log_tile, T::words>(
+        s.columns, s.roots, a, [&](u32 i, V v) { *wide_exchange_slot(s.data, rank, i) = v; });
     cluster.sync();  // every tile is complete; the column buffers are free for the twiddles
     load_tile_twiddles<S::log_tile, T::words>(s.tw, A::roots(t, limb), S::blocks, rank);
     __syncthreads();
@@ -163,11 +162,9 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
       }
     }
     cluster.sync();  // the column buffers are complete; no remote access follows
-    pass<false, 2, S::log_tile - 4, S::log_tile, T::words>(s.columns, s.roots, a,
-                                          TileData<V>{s.columns});
+    pass<false, 2, S::log_tile - 4, S::log_tile, T::words>(s.columns, s.roots, a, TileData<V>{s.columns});
     __syncthreads();
-    pass<false, 2, S::log_tile - 2, S::log_tile, T::words>(s.columns, s.roots, a,
-                                          TileData<V>{s.columns});
+    pass<false, 2, S::log_tile - 2, S::log_tile, T::words>(s.columns, s.roots, a, TileData<V>{s.columns});
     typename Batch::Aux aux[T::words];
 #pragma unroll
     for (int r = 0; r < T::words; ++r) {
