@@ -267,7 +267,7 @@ struct TileInnerProduct {
 constexpr int tip_log_tile = 10;
 using TipTile = ntt::Tile<tip_log_tile, 8>;
 // Dynamic shared memory: the tile pass's twiddles and data, then the
-// products reduced to one word each (2 components x TILE x 8 bytes): 24.8 KB
+// products reduced to one word each (2 components x TILE x 8 bytes): 25.6 KB
 // and at most 64 registers, so eight blocks share an SM instead of six
 // (with 16-byte products). At 2^14 the 1152 blocks then take 1.09 waves
 // instead of 1.45 (cluster placement admits 124 clusters of 8 at once):

@@ -147,7 +147,7 @@ __device__ __forceinline__ void load_tile_twiddles(Tw* tw, const Tw* __restrict_
   TileTwiddleLoad<LOG_TILE, W, Tw>(roots, n1, tile).stash(tw);
 }
 
-// R stages over groups of 2^R words, 8 words per thread, in shared memory.
+// R stages over groups of 2^R words, W words per thread, in shared memory.
 // Forward: distances 2^T0_LOG, 2^(T0_LOG - 1), ...; inverse: 2^T0_LOG,
 // 2^(T0_LOG + 1), ... Every butterfly of a stage inside one group whose
 // upper words share `e >> k` shares its twiddle, loaded once. A stage's
@@ -167,9 +167,9 @@ __device__ __forceinline__ void pass(const typename A::Value* smem, const typena
   constexpr bool consecutive = stride_log == 0 && group >= 2;
   constexpr bool data_dst = std::is_same_v<Dst, TileData<V>>;
   // Otherwise word e of a group sits at tile_slot(base) + tile_slot(e <<
-  // stride_log), a constant offset: base is a multiple of 2^(stride_log + R)
-  // (at least 16) plus less than 2^stride_log, so no carry reaches bit 4.
-  static_assert(consecutive || stride_log + R >= 4);
+  // stride_log), a constant offset: base has no bits in [stride_log,
+  // stride_log + R), where e << stride_log lives, and tile_slot adds over
+  // disjoint bit fields.
 #pragma unroll
   for (int g = 0; g < groups_per_thread; ++g) {
     const u32 gi = threadIdx.x + static_cast<u32>(g * threads);

@@ -4,8 +4,9 @@
 // runs the 3 column stages of columns [r C, r C + C) (C = TILE / 8, one
 // column of 8 words per thread on the first C threads), sends word k of
 // each column to block k, and after the cluster barrier runs the tile
-// stages of tile r (4 words per thread: with one block per SM, the block's
-// dependent chains are the whole time, and twice the threads halve them).
+// stages of tile r (4 words per thread: with one or two blocks per SM, the
+// blocks' dependent chains are the whole time, and twice the threads halve
+// them).
 // Inverse: the tile stages first, then the columns. Same Batch contract,
 // arithmetic and results as the two-kernel transform in ntt.cuh; one launch
 // instead of two, and no round trip through memory between them.

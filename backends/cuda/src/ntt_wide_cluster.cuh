@@ -8,7 +8,7 @@
 // The block's 16 x 256 column words, laid out row-major, are a 2^12-word
 // tile whose first four stages (distances 2^11 .. 2^8) are exactly the
 // column stages with roots 1..15: they run as two radix-4 `pass`es in shared
-// memory. 512 threads of 8 words, two blocks per SM (98 KB of shared memory
+// memory. 512 threads of 8 words, two blocks per SM (104 KB of shared memory
 // each, at most 64 registers). FpArith runs all 16 forward stages from
 // canonical words without reducing in between: below q + 16 x 0.63 q < 12 q
 // (ntt_arith.cuh's bound). The kernels assume clusters of exactly 16 blocks:
