@@ -90,13 +90,12 @@ struct alignas(16) PairOf {
   V hi;
 };
 
-// A pass's destination when it writes the tile data back (word i at
-// tile_slot(i)): a pass whose groups are consecutive words writes each
-// group 16 bytes at a time.
+// A pass's destination when it writes the tile data back: `pass` stores
+// word i at tile_slot(i) itself, a group of consecutive words 16 bytes at a
+// time (other destinations are called per word).
 template <class V>
 struct TileData {
   V* data;
-  __device__ void operator()(u32 i, V v) const { data[tile_slot(i)] = v; }
 };
 
 // A tile's shared memory typed for arithmetic A.
