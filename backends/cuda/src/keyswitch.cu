@@ -15,6 +15,7 @@
 
 #include "automorphism.cuh"
 #include "basis_convert.cuh"
+#include "digit_tile_inner_product.cuh"
 #include "kernels.hpp"
 #include "ntt.cuh"
 
@@ -574,18 +575,12 @@ void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
   ntt::inverse_map_forward(l.tables, columns, ks.digits * (slots - 1), slots - 1, l.stream);
 }
 
-// The whole ModUp: the extended digits in NTT form.
-void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
-                 const Tensor* tensor) {
+// ModUp's INTT of d and the conversion of every digit into work.extended
+// (coefficient form).
+void mod_up_convert(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                    u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
   const int slots = slots_of(ks);
-  const ExtendedBatch batch{work.extended, l.n, slots, ks.level, l.max_level, ks.alpha};
-  if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
-    // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
-    mod_up_columns(l, ks, work, d, galois_element, tensor);
-    ntt::forward_tiles_only(l.tables, batch, ks.digits * slots, l.stream);
-    return;
-  }
   with_mod_up_input(l, work, d, limbs, galois_element, tensor,
                     [&](const auto& input) { ntt::inverse(l.tables, input, limbs, l.stream); });
   const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(ks.digits));
@@ -598,7 +593,76 @@ void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& 
                                                                   l.tables.primes, l.tables.fp_limit);
     check_launch("mod_up_convert");
   });
-  ntt::forward(l.tables, batch, ks.digits * slots, l.stream);
+}
+
+ExtendedBatch extended_batch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work) {
+  return ExtendedBatch{work.extended, l.n, slots_of(ks), ks.level, l.max_level, ks.alpha};
+}
+
+// The whole ModUp: the extended digits in NTT form.
+void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
+                 const Tensor* tensor) {
+  const int count = ks.digits * slots_of(ks);
+  if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
+    // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
+    mod_up_columns(l, ks, work, d, galois_element, tensor);
+    ntt::forward_tiles_only(l.tables, extended_batch(l, ks, work), count, l.stream);
+    return;
+  }
+  mod_up_convert(l, ks, work, d, galois_element, tensor);
+  ntt::forward(l.tables, extended_batch(l, ks, work), count, l.stream);
+}
+
+// Whether ModUp's forward tile pass and the inner product run as one kernel
+// looping over the digits (digit_tile_inner_product.cuh): degrees with a
+// separate column pass and 2^11-word tiles (2^16);
+// FHELIUM_CUDA_DIGIT_TILES=0 keeps the separate kernels (A/B).
+bool digit_tile_inner_product(const Launch& l) {
+  static const bool off = env_is("FHELIUM_CUDA_DIGIT_TILES", "0");
+  const ntt::Shape shape = ntt::shape_for(l.tables.log_n);
+  return !off && shape.log_tile == digit_tiles::log_tile && shape.n1 > 1 && !ntt::fuse_columns(l.tables.log_n);
+}
+
+// ModUp up to the forward tile pass: INTT, conversion, forward columns.
+void mod_up_to_tiles(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                     u32 galois_element, const Tensor* tensor) {
+  mod_up_convert(l, ks, work, d, galois_element, tensor);
+  ntt::launch_columns_any(true, ntt::shape_for(l.tables.log_n).n1, l.tables, extended_batch(l, ks, work),
+                          ks.digits * slots_of(ks), l.stream);
+}
+
+// The forward tile pass of every digit and the inner product for slots
+// [begin, begin + count), after mod_up_to_tiles.
+void digit_tiles_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
+                               const u64* key, u32 galois_element, int begin, int count) {
+  if (count <= 0) return;
+  const digit_tiles::Args args{work.extended,
+                               d,
+                               key,
+                               work.accumulators,
+                               l.tables.primes,
+                               l.n,
+                               galois_element,
+                               l.tables.log_n,
+                               ks.level,
+                               l.max_level,
+                               ks.alpha,
+                               ks.digits,
+                               slots_of(ks),
+                               l.max_level + 1 + ks.specials,
+                               begin};
+  using T = digit_tiles::DigitTile;
+  const dim3 grid(l.n >> digit_tiles::log_tile, static_cast<unsigned>(count));
+  auto launch = [&](auto kernel) {
+    ntt::allow_dynamic_smem(kernel, T::smem_bytes);
+    kernel<<<grid, T::threads, T::smem_bytes, l.stream>>>(l.tables, args);
+    check_launch("digit_tile_inner_product");
+  };
+  if (galois_element == 0) {
+    launch(digit_tiles::digit_tile_inner_product_kernel<false>);
+  } else {
+    launch(digit_tiles::digit_tile_inner_product_kernel<true>);
+  }
 }
 
 // The fused forward tile pass and inner product (after mod_up_columns) for
@@ -774,6 +838,13 @@ void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& w
     mod_up_columns(l, ks, work, d, galois_element, tensor);
     inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
       tile_inner_product(at, ks, work, own, key, galois_element, begin, count);
+    });
+    return;
+  }
+  if (digit_tile_inner_product(l)) {
+    mod_up_to_tiles(l, ks, work, d, galois_element, tensor);
+    inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
+      digit_tiles_inner_product(at, ks, work, own, key, galois_element, begin, count);
     });
     return;
   }

@@ -1,0 +1,180 @@
+// ModUp's forward tile pass and the inner product with the key in one
+// kernel, for degrees whose NTT has a separate column pass and 2^11-word
+// tiles (N = 2^16), any number of primes per digit.
+//
+// Block (tile, slot) loads the slot's tile twiddles once, then for each
+// digit j in turn: runs the forward tile pass of extended digit j (its
+// column stages done by forward_columns; a digit's own slot is read from d
+// in NTT form instead), multiplies the tile by both components of the key's
+// digit j and adds the products to two accumulators in registers. After the
+// last digit it writes the two accumulator tiles. The extended digits in
+// NTT form are never written or re-read, and a tile's twiddles are read once
+// for all digits instead of once per digit; the key streams in while the
+// passes run (docs/perf/cuda.md, v22).
+//
+// The last forward pass leaves tile words 8 i .. 8 i + 7 with thread i, so
+// each thread owns the same eight positions of every digit: the
+// accumulators need no shared memory and no barrier.
+#pragma once
+
+#include <type_traits>
+
+#include "automorphism.cuh"
+#include "modarith.cuh"
+#include "ntt.cuh"
+
+namespace fhelium::cuda::kernels::digit_tiles {
+
+constexpr int log_tile = 11;
+using DigitTile = ntt::Tile<log_tile, 8>;
+constexpr int words = DigitTile::words;
+// Registers: the accumulators and the key words in flight take 64 more than
+// the plain tile kernel, so two blocks per SM.
+constexpr int blocks_per_sm = 2;
+
+struct Args {
+  const u64* extended;  // digits x slots x n, forward column stages done
+  const u64* d;         // the digits' own limbs, NTT form
+  const u64* key;
+  u64* accumulators;    // 2 x slots x n
+  const DevPrime* primes;
+  u32 n;
+  u32 galois_element;   // d is read through X -> X^g unless 0
+  int log_n;
+  int level;
+  int max_level;
+  int alpha;
+  int digits;
+  int slots;
+  int key_limbs;
+  int slot_begin;       // block (tile, y) computes slot slot_begin + y
+};
+
+__device__ __forceinline__ int key_limb_of(int slot, int level, int max_level) {
+  return slot <= level ? slot : max_level + 1 + (slot - level - 1);
+}
+
+// Sums of products x k over digits for arithmetic A: FpArith keeps each
+// product reduced to within 0.63 q of zero (mul_reduce) and settles the sum
+// every eight digits, so it stays an exact integer below 2^49; IntArith
+// keeps canonical residues.
+template <class A>
+struct DigitSums {
+  using V = typename A::Value;
+  static constexpr bool fp = std::is_same_v<A, ntt::FpArith>;
+  V acc[2][words];
+
+  __device__ DigitSums() {
+#pragma unroll
+    for (int e = 0; e < words; ++e) acc[0][e] = acc[1][e] = V{0};
+  }
+  // x: a forward tile output (FpArith: |x| < 12 q; IntArith: [0, 4q)) or a
+  // canonical word converted by from_word.
+  __device__ void add(const A& a, const DevPrime& p, int e, V x, u64 kb, u64 ka) {
+    if constexpr (fp) {
+      acc[0][e] = __dadd_rn(acc[0][e], a.mul_reduce(x, a.from_word(kb)));
+      acc[1][e] = __dadd_rn(acc[1][e], a.mul_reduce(x, a.from_word(ka)));
+    } else {
+      const u64 c = a.forward_word(x);
+      acc[0][e] = add_mod(acc[0][e], mul_mod(c, kb, p), p.value);
+      acc[1][e] = add_mod(acc[1][e], mul_mod(c, ka, p), p.value);
+    }
+  }
+  __device__ void settle(const A& a) {
+    if constexpr (fp) {
+#pragma unroll
+      for (int e = 0; e < words; ++e) {
+        a.settle(acc[0][e]);
+        a.settle(acc[1][e]);
+      }
+    }
+  }
+  __device__ u64 word(const A& a, int component, int e) const {
+    if constexpr (fp) {
+      return a.canonical(acc[component][e]);
+    } else {
+      return acc[component][e];
+    }
+  }
+};
+
+// Eight consecutive words from p (16-byte aligned) with 16-byte loads.
+__device__ __forceinline__ void load_run(const u64* p, u64 (&out)[words]) {
+#pragma unroll
+  for (int e = 0; e < words; e += 2) {
+    const ulonglong2 v = *reinterpret_cast<const ulonglong2*>(p + e);
+    out[e] = v.x;
+    out[e + 1] = v.y;
+  }
+}
+
+template <bool PERMUTE_OWN>
+__global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_inner_product_kernel(NttTables t,
+                                                                                                     Args a) {
+  using T = DigitTile;
+  extern __shared__ TwiddlePair dynamic_smem[];
+  const int s = a.slot_begin + static_cast<int>(blockIdx.y);
+  const int key_limb = key_limb_of(s, a.level, a.max_level);
+  const DevPrime& prime = a.primes[key_limb];
+  const std::size_t n = a.n;
+  const u32 n1 = a.n >> log_tile;
+  const u32 tile_base = blockIdx.x * T::size;
+  const u32 run = tile_base + words * threadIdx.x;  // this thread's eight output positions
+  ntt::with_arith(t, key_limb, [&](auto ar) {
+    using A = decltype(ar);
+    using V = typename A::Value;
+    const ntt::TileSmem<log_tile, words, A> sm(dynamic_smem);
+    const typename A::Twiddle* roots = A::roots(t, key_limb);
+    ntt::load_tile_twiddles<log_tile, words>(sm.tw, roots, n1, blockIdx.x);
+    DigitSums<A> sums;
+    for (int j = 0; j < a.digits; ++j) {
+      const int begin = j * a.alpha;
+      const bool own = s >= begin && s < min(begin + a.alpha, a.level + 1);
+      const u64* kb_limb = a.key + (static_cast<std::size_t>(2 * j) * a.key_limbs + key_limb) * n;
+      u64 kb[words];
+      u64 ka[words];
+      if (own) {
+        load_run(kb_limb + run, kb);
+        load_run(kb_limb + static_cast<std::size_t>(a.key_limbs) * n + run, ka);
+        const u64* src = a.d + static_cast<std::size_t>(s) * n;
+        u64 x[words];
+        if constexpr (PERMUTE_OWN) {
+#pragma unroll
+          for (int e = 0; e < words; ++e) x[e] = src[automorphism_index(run + e, a.galois_element, a.log_n)];
+        } else {
+          load_run(src + run, x);
+        }
+#pragma unroll
+        for (int e = 0; e < words; ++e) sums.add(ar, prime, e, ar.from_word(x[e]), kb[e], ka[e]);
+      } else {
+        const u64* inter = a.extended + (static_cast<std::size_t>(j) * a.slots + s) * n + tile_base;
+        V x[words];
+#pragma unroll
+        for (int r = 0; r < words; ++r) x[r] = ar.from_word(inter[threadIdx.x + static_cast<u32>(r * T::threads)]);
+        // The key's words are loaded now and used after the passes.
+        load_run(kb_limb + run, kb);
+        load_run(kb_limb + static_cast<std::size_t>(a.key_limbs) * n + run, ka);
+        ntt::first_forward_pass<log_tile, words>(x, roots, n1, blockIdx.x, ar);
+        __syncthreads();  // the previous digit's last pass has read the tile
+#pragma unroll
+        for (int r = 0; r < words; ++r) sm.data[ntt::tile_slot(threadIdx.x + static_cast<u32>(r * T::threads))] = x[r];
+        ntt::tile_passes<true, log_tile, words, T::first_forward_log>(
+            sm.data, sm.tw, ar, [&](u32 i, V v) {
+              const int e = static_cast<int>(i & (words - 1));  // i = run - tile_base + e
+              sums.add(ar, prime, e, v, kb[e], ka[e]);
+            });
+      }
+      if ((j & 7) == 7) sums.settle(ar);
+    }
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      u64* out = a.accumulators + (static_cast<std::size_t>(c) * a.slots + s) * n + run;
+#pragma unroll
+      for (int e = 0; e < words; e += 2) {
+        *reinterpret_cast<ulonglong2*>(out + e) = make_ulonglong2(sums.word(ar, c, e), sums.word(ar, c, e + 1));
+      }
+    }
+  });
+}
+
+}  // namespace fhelium::cuda::kernels::digit_tiles
