@@ -48,6 +48,7 @@ struct Args {
   int slots;
   int key_limbs;
   int slot_begin;       // block (tile, y) computes slot slot_begin + y
+  bool prefetch;        // the next digit's tile and key into L2 while this one runs
 };
 
 __device__ __forceinline__ int key_limb_of(int slot, int level, int max_level) {
@@ -98,6 +99,12 @@ struct DigitSums {
   }
 };
 
+// One bulk copy of `bytes` (a multiple of 16, 16-byte aligned) into L2,
+// issued by one thread: no registers, no completion to wait for.
+__device__ __forceinline__ void prefetch_l2(const void* p, u32 bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 // Eight consecutive words from p (16-byte aligned) with 16-byte loads.
 __device__ __forceinline__ void load_run(const u64* p, u64 (&out)[words]) {
 #pragma unroll
@@ -131,6 +138,19 @@ __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_
       const int begin = j * a.alpha;
       const bool own = s >= begin && s < min(begin + a.alpha, a.level + 1);
       const u64* kb_limb = a.key + (static_cast<std::size_t>(2 * j) * a.key_limbs + key_limb) * n;
+      if (a.prefetch && threadIdx.x < 3 && j + 1 < a.digits) {
+        // Thread 0: the next digit's tile (or own words), 1 and 2: its key tiles.
+        constexpr u32 tile_bytes = T::size * sizeof(u64);
+        const int next = j + 1;
+        const bool next_own = s >= next * a.alpha && s < min((next + 1) * a.alpha, a.level + 1);
+        if (threadIdx.x > 0) {
+          prefetch_l2(kb_limb + static_cast<std::size_t>(1 + threadIdx.x) * a.key_limbs * n + tile_base, tile_bytes);
+        } else if (!next_own) {
+          prefetch_l2(a.extended + (static_cast<std::size_t>(next) * a.slots + s) * n + tile_base, tile_bytes);
+        } else if (!PERMUTE_OWN) {
+          prefetch_l2(a.d + static_cast<std::size_t>(s) * n + tile_base, tile_bytes);
+        }
+      }
       u64 kb[words];
       u64 ka[words];
       if (own) {

@@ -623,6 +623,13 @@ bool digit_tile_inner_product(const Launch& l) {
   return !off && shape.log_tile == digit_tiles::log_tile && shape.n1 > 1 && !ntt::fuse_columns(l.tables.log_n);
 }
 
+// Whether the digit-looped kernel prefetches each next digit's tile and key
+// into L2; FHELIUM_CUDA_DIGIT_PREFETCH=0 turns it off (A/B).
+bool digit_prefetch() {
+  static const bool on = !env_is("FHELIUM_CUDA_DIGIT_PREFETCH", "0");
+  return on;
+}
+
 // ModUp up to the forward tile pass: INTT, conversion, forward columns.
 void mod_up_to_tiles(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                      u32 galois_element, const Tensor* tensor) {
@@ -650,7 +657,8 @@ void digit_tiles_inner_product(const Launch& l, const KeySwitchView& ks, const K
                                ks.digits,
                                slots_of(ks),
                                l.max_level + 1 + ks.specials,
-                               begin};
+                               begin,
+                               digit_prefetch()};
   using T = digit_tiles::DigitTile;
   const dim3 grid(l.n >> digit_tiles::log_tile, static_cast<unsigned>(count));
   auto launch = [&](auto kernel) {
