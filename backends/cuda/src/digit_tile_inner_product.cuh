@@ -22,33 +22,24 @@
 #include "automorphism.cuh"
 #include "modarith.cuh"
 #include "ntt.cuh"
+#include "tile_inner_product_args.hpp"
 
 namespace fhelium::cuda::kernels::digit_tiles {
 
 constexpr int log_tile = 11;
 using DigitTile = ntt::Tile<log_tile, 8>;
 constexpr int words = DigitTile::words;
+// The last forward pass is then a radix-8 pass over groups of consecutive
+// words, group i on thread i: what the accumulators rely on.
+static_assert(words == 8 && (log_tile - DigitTile::first_forward_log) % 3 == 0);
 // Registers: the accumulators and the key words in flight take 64 more than
 // the plain tile kernel, so two blocks per SM.
 constexpr int blocks_per_sm = 2;
 
-struct Args {
-  const u64* extended;  // digits x slots x n, forward column stages done
-  const u64* d;         // the digits' own limbs, NTT form
-  const u64* key;
-  u64* accumulators;    // 2 x slots x n
-  const DevPrime* primes;
-  u32 n;
-  u32 galois_element;   // d is read through X -> X^g unless 0
-  int log_n;
-  int level;
-  int max_level;
+struct Args : TileInnerProduct {  // block (tile, y) computes slot slot_begin + y
   int alpha;
   int digits;
-  int slots;
-  int key_limbs;
-  int slot_begin;       // block (tile, y) computes slot slot_begin + y
-  bool prefetch;        // the next digit's tile and key into L2 while this one runs
+  bool prefetch;  // the next digit's tile and key into L2 while this one runs
 };
 
 __device__ __forceinline__ int key_limb_of(int slot, int level, int max_level) {

@@ -18,6 +18,7 @@
 #include "digit_tile_inner_product.cuh"
 #include "kernels.hpp"
 #include "ntt.cuh"
+#include "tile_inner_product_args.hpp"
 
 namespace fhelium::cuda::kernels {
 namespace {
@@ -248,22 +249,8 @@ __global__ void __launch_bounds__(threads)
 // memory; after a cluster barrier, block j sums a 1/digits share of the
 // tile's outputs over every block's products (distributed shared memory) and
 // writes the reduced accumulators. The extended digits in NTT form are never
-// written or re-read.
-struct TileInnerProduct {
-  const u64* extended;  // digits x slots x n, forward column stages done
-  const u64* d;
-  const u64* key;
-  u64* accumulators;
-  const DevPrime* primes;
-  u32 n;
-  u32 galois_element;
-  int log_n;
-  int level;
-  int max_level;
-  int slots;
-  int key_limbs;
-  int slot_begin;  // block (tile, y, j) computes slot slot_begin + y
-};
+// written or re-read. Its operands: TileInnerProduct (block (tile, y, j)
+// computes slot slot_begin + y).
 
 constexpr int tip_log_tile = 10;
 using TipTile = ntt::Tile<tip_log_tile, 8>;
@@ -613,6 +600,13 @@ void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& 
   ntt::forward(l.tables, extended_batch(l, ks, work), count, l.stream);
 }
 
+// The operands of a fused tile pass and inner product for slots from `begin`.
+TileInnerProduct tile_inner_product_args(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
+                                         const u64* d, const u64* key, u32 galois_element, int begin) {
+  return {work.extended, d, key, work.accumulators, l.tables.primes, l.n, galois_element, l.tables.log_n,
+          ks.level, l.max_level, slots_of(ks), l.max_level + 1 + ks.specials, begin};
+}
+
 // Whether ModUp's forward tile pass and the inner product run as one kernel
 // looping over the digits (digit_tile_inner_product.cuh): degrees with a
 // separate column pass and 2^11-word tiles (2^16);
@@ -643,22 +637,8 @@ void mod_up_to_tiles(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
 void digit_tiles_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                                const u64* key, u32 galois_element, int begin, int count) {
   if (count <= 0) return;
-  const digit_tiles::Args args{work.extended,
-                               d,
-                               key,
-                               work.accumulators,
-                               l.tables.primes,
-                               l.n,
-                               galois_element,
-                               l.tables.log_n,
-                               ks.level,
-                               l.max_level,
-                               ks.alpha,
-                               ks.digits,
-                               slots_of(ks),
-                               l.max_level + 1 + ks.specials,
-                               begin,
-                               digit_prefetch()};
+  const digit_tiles::Args args{tile_inner_product_args(l, ks, work, d, key, galois_element, begin), ks.alpha,
+                               ks.digits, digit_prefetch()};
   using T = digit_tiles::DigitTile;
   const dim3 grid(l.n >> digit_tiles::log_tile, static_cast<unsigned>(count));
   auto launch = [&](auto kernel) {
@@ -677,19 +657,7 @@ void digit_tiles_inner_product(const Launch& l, const KeySwitchView& ks, const K
 // slots [begin, begin + count).
 void tile_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                         const u64* key, u32 galois_element, int begin, int count) {
-  const TileInnerProduct args{work.extended,
-                              d,
-                              key,
-                              work.accumulators,
-                              l.tables.primes,
-                              l.n,
-                              galois_element,
-                              l.tables.log_n,
-                              ks.level,
-                              l.max_level,
-                              slots_of(ks),
-                              l.max_level + 1 + ks.specials,
-                              begin};
+  const TileInnerProduct args = tile_inner_product_args(l, ks, work, d, key, galois_element, begin);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(l.n >> tip_log_tile, static_cast<unsigned>(count), static_cast<unsigned>(ks.digits));
   config.blockDim = dim3(TipTile::threads);
