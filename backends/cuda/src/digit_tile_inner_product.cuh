@@ -28,12 +28,13 @@ namespace fhelium::cuda::kernels::digit_tiles {
 
 constexpr int log_tile = 11;
 using DigitTile = ntt::Tile<log_tile, 8>;
+// Eight words per thread: every forward pass after the first is radix 8
+// (tile_passes), so the last one covers distances 4, 2, 1 over groups of
+// eight consecutive words, group i on thread i, which the accumulators rely
+// on (the store's `i & 7`).
 constexpr int words = DigitTile::words;
-// The last forward pass is then a radix-8 pass over groups of consecutive
-// words, group i on thread i: what the accumulators rely on.
-static_assert(words == 8 && (log_tile - DigitTile::first_forward_log) % 3 == 0);
-// Registers: the accumulators and the key words in flight take 64 more than
-// the plain tile kernel, so two blocks per SM.
+// Registers: the accumulators and the key words in flight hold 64 of them;
+// the kernel takes 128 (the plain tile kernel 80), so two blocks per SM.
 constexpr int blocks_per_sm = 2;
 
 struct Args : TileInnerProduct {  // block (tile, y) computes slot slot_begin + y
