@@ -155,6 +155,26 @@ TEST(PluginLoader, ObjectsKeepTheLibraryLoaded) {
   if (handle) dlclose(handle);
 }
 
+// The CPU plugin's OpenMP threads outlive its objects, so it is never
+// unloaded (backends/cpu/CMakeLists.txt): unloaded, it crashed hosts at exit.
+TEST(PluginLoader, CpuPluginStaysLoadedAfterItsLastObject) {
+  std::string path;
+  for (const auto& info : list_backends()) {
+    if (info.name == "cpu") path = info.path;
+  }
+  ASSERT_FALSE(path.empty()) << "the cpu plugin is not on the search path";
+  {
+    Fixture f(small_params(12, 2));
+    Engine engine(f.context, load_backend(path));
+    const auto a =
+        engine.upload_ciphertext(f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 2, f.scale()), f.pk));
+    engine.download(engine.multiply(a, a));  // runs OpenMP regions inside the plugin
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  EXPECT_NE(handle, nullptr) << path << " was unloaded after its last object";
+  if (handle) dlclose(handle);
+}
+
 TEST(PluginLoader, ListsBackendsWithVersionsDevicesAndErrors) {
   LoadOptions options;
   options.search_path = {std::string(FHELIUM_TEST_PLUGIN_DIR) + "/failing"};
