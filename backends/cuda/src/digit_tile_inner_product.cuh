@@ -43,10 +43,6 @@ struct Args : TileInnerProduct {  // block (tile, y) computes slot slot_begin + 
   bool prefetch;  // the next digit's tile and key into L2 while this one runs
 };
 
-__device__ __forceinline__ int key_limb_of(int slot, int level, int max_level) {
-  return slot <= level ? slot : max_level + 1 + (slot - level - 1);
-}
-
 // Sums of products x k over digits for arithmetic A: FpArith keeps each
 // product reduced to within 0.63 q of zero (mul_reduce) and settles the sum
 // every eight digits, so it stays an exact integer below 2^49; IntArith
@@ -113,7 +109,7 @@ __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_
   using T = DigitTile;
   extern __shared__ TwiddlePair dynamic_smem[];
   const int s = a.slot_begin + static_cast<int>(blockIdx.y);
-  const int key_limb = key_limb_of(s, a.level, a.max_level);
+  const int key_limb = key_limb_of_slot(s, a.level, a.max_level);
   const DevPrime& prime = a.primes[key_limb];
   const std::size_t n = a.n;
   const u32 n1 = a.n >> log_tile;
@@ -127,14 +123,13 @@ __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_
     ntt::load_tile_twiddles<log_tile, words>(sm.tw, roots, n1, blockIdx.x);
     DigitSums<A> sums;
     for (int j = 0; j < a.digits; ++j) {
-      const int begin = j * a.alpha;
-      const bool own = s >= begin && s < min(begin + a.alpha, a.level + 1);
+      const bool own = own_slot_of_digit(s, j, a.alpha, a.level);
       const u64* kb_limb = a.key + (static_cast<std::size_t>(2 * j) * a.key_limbs + key_limb) * n;
       if (a.prefetch && threadIdx.x < 3 && j + 1 < a.digits) {
         // Thread 0: the next digit's tile (or own words), 1 and 2: its key tiles.
         constexpr u32 tile_bytes = T::size * sizeof(u64);
         const int next = j + 1;
-        const bool next_own = s >= next * a.alpha && s < min((next + 1) * a.alpha, a.level + 1);
+        const bool next_own = own_slot_of_digit(s, next, a.alpha, a.level);
         if (threadIdx.x > 0) {
           prefetch_l2(kb_limb + static_cast<std::size_t>(1 + threadIdx.x) * a.key_limbs * n + tile_base, tile_bytes);
         } else if (!next_own) {

@@ -25,10 +25,6 @@ namespace {
 
 constexpr int threads = 256;
 
-__device__ __forceinline__ int key_limb_of_slot(int slot, int level, int max_level) {
-  return slot <= level ? slot : max_level + 1 + (slot - level - 1);
-}
-
 // ---- ModUp ----
 
 // The input limbs read through X -> X^g (NTT order): a rotation's ModUp
@@ -117,11 +113,7 @@ struct ExtendedBatch {
   int level;
   int max_level;
   int alpha;
-  __device__ bool skip(int b) const {
-    const int j = b / slots;
-    const int s = b % slots;
-    return s >= j * alpha && s < min((j + 1) * alpha, level + 1);
-  }
+  __device__ bool skip(int b) const { return own_slot_of_digit(b % slots, b / slots, alpha, level); }
   __device__ int prime(int b) const { return key_limb_of_slot(b % slots, level, max_level); }
   __device__ u64 load(int b, u32 pos) const { return extended[static_cast<std::size_t>(b) * n + pos]; }
   __device__ u64* inter(int b) const { return extended + static_cast<std::size_t>(b) * n; }
@@ -205,8 +197,7 @@ __global__ void __launch_bounds__(threads)
   }
   U128 b0, b1, a0, a1;
   for (int j = 0; j < digits; ++j) {
-    const int begin = j * alpha;
-    const bool own = s >= begin && s < min(begin + alpha, level + 1);
+    const bool own = own_slot_of_digit(s, j, alpha, level);
     const u64* src = own ? d + static_cast<std::size_t>(s) * limb_words
                          : extended + (static_cast<std::size_t>(j) * slots + s) * limb_words;
     const bool permuted = own ? PERMUTE_OWN : PERMUTE_EXTENDED;
