@@ -1,5 +1,6 @@
 #include "cuda_context.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -77,6 +78,11 @@ u64 fp64_ntt_limit() {
 }
 
 }  // namespace
+
+std::size_t CudaContext::fused_multiply_limit() {
+  static const std::size_t limit = std::size_t{1} << std::min(env_int("FHELIUM_CUDA_FUSED_MULTIPLY_MAX_LOG_N", 15), 62);
+  return limit;
+}
 
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
     : context_(std::move(context)), runtime_(std::move(runtime)) {

@@ -742,26 +742,48 @@ void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchW
   }
 }
 
+// The batch of ModDown's final NTT: the lifted P part, with
+// out_c = (acc_c - conv_c) P^-1 + add_c in its store.
+ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
+                            const KeySwitchOutput& o) {
+  return ModDownBatch{work.converted,
+                      work.accumulators,
+                      o.out0,
+                      o.add0,
+                      o.out1,
+                      o.add1,
+                      o.add0_galois,
+                      l.n,
+                      l.tables.log_n,
+                      slots_of(ks),
+                      ks.level + 1,
+                      ks.p_inverse,
+                      ks.p_inverse_shoup,
+                      l.tables.primes};
+}
+
+// Whether ModDown's final NTT starts early: its column pass reads only the
+// converted P part, so it runs right after mod_down_special (on the side
+// stream, beside the Q slots' inner product), and only its tile pass, which
+// reads the accumulators, waits for the inner product.
+// FHELIUM_CUDA_EARLY_MOD_DOWN_COLUMNS=0 keeps both passes after it (A/B).
+bool early_mod_down_columns(const Launch& l, const KeySwitchView& ks) {
+  static const bool off = env_is("FHELIUM_CUDA_EARLY_MOD_DOWN_COLUMNS", "0");
+  return !off && mod_down_path(l, ks) == ModDownPath::general &&
+         ntt::forward_in_two_passes(l.tables.log_n, 2 * (ks.level + 1));
+}
+
 // ModDown's final NTT, after mod_down_special: the NTT of the lifted P part
-// with out_c = (acc_c - conv_c) P^-1 + add_c in its store.
-void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o) {
+// with out_c = (acc_c - conv_c) P^-1 + add_c in its store. `columns_done`:
+// its column pass ran early (early_mod_down_columns).
+void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o,
+                     bool columns_done) {
   const int limbs = ks.level + 1;
-  const ModDownBatch batch{work.converted,
-                           work.accumulators,
-                           o.out0,
-                           o.add0,
-                           o.out1,
-                           o.add1,
-                           o.add0_galois,
-                           l.n,
-                           l.tables.log_n,
-                           slots_of(ks),
-                           limbs,
-                           ks.p_inverse,
-                           ks.p_inverse_shoup,
-                           l.tables.primes};
+  const ModDownBatch batch = mod_down_batch(l, ks, work, o);
   const ModDownPath path = mod_down_path(l, ks);
-  if (path == ModDownPath::cluster) {
+  if (columns_done) {
+    ntt::forward_tiles_only(l.tables, batch, 2 * limbs, l.stream);
+  } else if (path == ModDownPath::cluster) {
     const ModDownLiftBatch lift{batch, ks.mod_down.overflow_mod_to, l.max_level + 1};
     ntt::forward(l.tables, lift, 2 * limbs, l.stream);
   } else if (path == ModDownPath::fused_columns) {
@@ -782,18 +804,23 @@ template <class InnerProduct>
 void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
                             const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product) {
   const int q_slots = ks.level + 1;
+  const bool early_columns = early_mod_down_columns(l, ks);
+  auto special_part = [&](const Launch& at) {
+    mod_down_special(at, ks, work);
+    if (early_columns) ntt::forward_columns_only(at.tables, mod_down_batch(at, ks, work, out), 2 * q_slots, at.stream);
+  };
   if (side != nullptr && split_key_switch()) {
     const Launch beside = l.on(side->stream);
     side->fork(l.stream);
     inner_product(beside, q_slots, ks.specials);
-    mod_down_special(beside, ks, work);
+    special_part(beside);
     inner_product(l, 0, q_slots);
     side->join(l.stream);
   } else {
     inner_product(l, 0, q_slots + ks.specials);
-    mod_down_special(l, ks, work);
+    special_part(l);
   }
-  mod_down_finish(l, ks, work, out);
+  mod_down_finish(l, ks, work, out, early_columns);
 }
 }  // namespace
 

@@ -819,7 +819,8 @@ inline bool fuse_columns(int log_n) {
 
 // The tile pass alone: inverse tiles of `batch` into batch.inter (the first
 // half of an inverse NTT) / forward tiles from batch.inter (the second half
-// of a forward NTT). Only when fuse_columns.
+// of a forward NTT). Only after a column pass: fuse_columns, or
+// forward_columns_only (see forward_in_two_passes).
 template <class Batch>
 void inverse_tiles_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;

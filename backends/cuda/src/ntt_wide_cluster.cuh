@@ -251,4 +251,17 @@ bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, i
   return true;
 }
 
+// Whether forward(t, batch, count) is a column pass, then a tile pass: its
+// column pass may then run apart (forward_columns_only), and
+// forward_tiles_only finishes it.
+inline bool forward_in_two_passes(int log_n, int count) {
+  return count > wide_cluster_max_limbs && !cluster_ntt(log_n) && shape_for(log_n).n1 > 1;
+}
+
+template <class Batch>
+void forward_columns_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
+  if (count <= 0) return;
+  launch_columns_any(true, shape_for(t.log_n).n1, t, batch, count, stream);
+}
+
 }  // namespace fhelium::cuda::ntt
