@@ -23,6 +23,7 @@
 #include "modarith.cuh"
 #include "ntt.cuh"
 #include "tile_inner_product_args.hpp"
+#include "word_pairs.cuh"
 
 namespace fhelium::cuda::kernels::digit_tiles {
 
@@ -93,16 +94,6 @@ __device__ __forceinline__ void prefetch_l2(const void* p, u32 bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
-// Eight consecutive words from p (16-byte aligned) with 16-byte loads.
-__device__ __forceinline__ void load_run(const u64* p, u64 (&out)[words]) {
-#pragma unroll
-  for (int e = 0; e < words; e += 2) {
-    const ulonglong2 v = *reinterpret_cast<const ulonglong2*>(p + e);
-    out[e] = v.x;
-    out[e + 1] = v.y;
-  }
-}
-
 template <bool PERMUTE_OWN>
 __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_inner_product_kernel(NttTables t,
                                                                                                      Args a) {
@@ -122,6 +113,9 @@ __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_
     const typename A::Twiddle* roots = A::roots(t, key_limb);
     ntt::load_tile_twiddles<log_tile, words>(sm.tw, roots, n1, blockIdx.x);
     DigitSums<A> sums;
+    // The loop's addresses are written out on purpose: the same loop with its
+    // limbs named through lambdas and one key-load lambda (bit-exact) took
+    // 550 us per 2^16 relinearize against 531 (docs/perf/cuda.md, v24).
     for (int j = 0; j < a.digits; ++j) {
       const bool own = own_slot_of_digit(s, j, a.alpha, a.level);
       const u64* kb_limb = a.key + (static_cast<std::size_t>(2 * j) * a.key_limbs + key_limb) * n;
@@ -178,7 +172,7 @@ __global__ void __launch_bounds__(DigitTile::threads, blocks_per_sm) digit_tile_
       u64* out = a.accumulators + (static_cast<std::size_t>(c) * a.slots + s) * n + run;
 #pragma unroll
       for (int e = 0; e < words; e += 2) {
-        *reinterpret_cast<ulonglong2*>(out + e) = make_ulonglong2(sums.word(ar, c, e), sums.word(ar, c, e + 1));
+        store_pair(out + e, make_ulonglong2(sums.word(ar, c, e), sums.word(ar, c, e + 1)));
       }
     }
   });

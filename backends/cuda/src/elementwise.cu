@@ -5,6 +5,7 @@
 #include "cuda_check.hpp"
 #include "kernels.hpp"
 #include "modarith.cuh"
+#include "word_pairs.cuh"
 
 namespace fhelium::cuda::kernels {
 namespace {
@@ -17,9 +18,6 @@ struct LimbConstants {
   u64 shoup[max_constant_limbs];
 };
 
-__device__ __forceinline__ ulonglong2 load2(const u64* p) { return *reinterpret_cast<const ulonglong2*>(p); }
-__device__ __forceinline__ void store2(u64* p, ulonglong2 v) { *reinterpret_cast<ulonglong2*>(p) = v; }
-
 dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
 
 enum class BinaryOp { add, sub };
@@ -30,17 +28,17 @@ __global__ void __launch_bounds__(threads)
   const int row = static_cast<int>(blockIdx.y);
   const int component = row / limbs;
   const std::size_t at = static_cast<std::size_t>(row) * n + 2 * (blockIdx.x * threads + threadIdx.x);
-  const ulonglong2 x = load2(a + at);
+  const ulonglong2 x = load_pair(a + at);
   if (component >= b_components) {
-    store2(out + at, x);
+    store_pair(out + at, x);
     return;
   }
   const u64 q = primes[row % limbs].value;
-  const ulonglong2 y = load2(b + at);
+  const ulonglong2 y = load_pair(b + at);
   if constexpr (OP == BinaryOp::add) {
-    store2(out + at, make_ulonglong2(add_mod(x.x, y.x, q), add_mod(x.y, y.y, q)));
+    store_pair(out + at, make_ulonglong2(add_mod(x.x, y.x, q), add_mod(x.y, y.y, q)));
   } else {
-    store2(out + at, make_ulonglong2(sub_mod(x.x, y.x, q), sub_mod(x.y, y.y, q)));
+    store_pair(out + at, make_ulonglong2(sub_mod(x.x, y.x, q), sub_mod(x.y, y.y, q)));
   }
 }
 
@@ -48,8 +46,8 @@ __global__ void __launch_bounds__(threads) negate_kernel(u64* out, const u64* a,
   const int row = static_cast<int>(blockIdx.y);
   const u64 q = primes[row % limbs].value;
   const std::size_t at = static_cast<std::size_t>(row) * n + 2 * (blockIdx.x * threads + threadIdx.x);
-  const ulonglong2 x = load2(a + at);
-  store2(out + at, make_ulonglong2(neg_mod(x.x, q), neg_mod(x.y, q)));
+  const ulonglong2 x = load_pair(a + at);
+  store_pair(out + at, make_ulonglong2(neg_mod(x.x, q), neg_mod(x.y, q)));
 }
 
 // Rows cover limbs [first, first + count) of every component.
@@ -67,7 +65,7 @@ __global__ void __launch_bounds__(threads)
   const int row = row_of(static_cast<int>(blockIdx.y), count, first, limbs, limb, component);
   const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
   const std::size_t at = static_cast<std::size_t>(row) * n + k;
-  ulonglong2 x = load2(a + at);
+  ulonglong2 x = load_pair(a + at);
   if (component == 0) {
     const u64 q = primes[limb].value;
     const u64 r = c.value[limb - first];
@@ -78,7 +76,7 @@ __global__ void __launch_bounds__(threads)
       x.x = add_mod(x.x, r, q);
     }
   }
-  store2(out + at, x);
+  store_pair(out + at, x);
 }
 
 __global__ void __launch_bounds__(threads)
@@ -91,8 +89,8 @@ __global__ void __launch_bounds__(threads)
   const u64 q = primes[limb].value;
   const u64 w = c.value[limb - first];
   const u64 ws = c.shoup[limb - first];
-  const ulonglong2 x = load2(a + at);
-  store2(out + at, make_ulonglong2(mul_shoup(x.x, w, ws, q), mul_shoup(x.y, w, ws, q)));
+  const ulonglong2 x = load_pair(a + at);
+  store_pair(out + at, make_ulonglong2(mul_shoup(x.x, w, ws, q), mul_shoup(x.y, w, ws, q)));
 }
 
 __global__ void __launch_bounds__(threads)
@@ -102,9 +100,9 @@ __global__ void __launch_bounds__(threads)
   const DevPrime prime = primes[limb];
   const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
   const std::size_t at = static_cast<std::size_t>(row) * n + k;
-  const ulonglong2 x = load2(a + at);
-  const ulonglong2 y = load2(p + static_cast<std::size_t>(limb) * n + k);
-  store2(out + at, make_ulonglong2(mul_mod(x.x, y.x, prime), mul_mod(x.y, y.y, prime)));
+  const ulonglong2 x = load_pair(a + at);
+  const ulonglong2 y = load_pair(p + static_cast<std::size_t>(limb) * n + k);
+  store_pair(out + at, make_ulonglong2(mul_mod(x.x, y.x, prime), mul_mod(x.y, y.y, prime)));
 }
 
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1), or without a1 b1
@@ -117,10 +115,10 @@ __global__ void __launch_bounds__(threads)
   const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
   const std::size_t c0 = static_cast<std::size_t>(limb) * n + k;
   const std::size_t c1 = c0 + static_cast<std::size_t>(limbs) * n;
-  const ulonglong2 a0 = load2(a + c0);
-  const ulonglong2 a1 = load2(a + c1);
-  const ulonglong2 b0 = load2(b + c0);
-  const ulonglong2 b1 = load2(b + c1);
+  const ulonglong2 a0 = load_pair(a + c0);
+  const ulonglong2 a1 = load_pair(a + c1);
+  const ulonglong2 b0 = load_pair(b + c0);
+  const ulonglong2 b1 = load_pair(b + c1);
   const std::size_t o0 = static_cast<std::size_t>(limb) * n + k;
   const std::size_t o1 = o0 + static_cast<std::size_t>(out_limbs) * n;
   U128 x;
@@ -129,11 +127,11 @@ __global__ void __launch_bounds__(threads)
   mul_add(x, a1.x, b0.x);
   mul_add(y, a0.y, b1.y);
   mul_add(y, a1.y, b0.y);
-  store2(out + o0, make_ulonglong2(mul_mod(a0.x, b0.x, prime), mul_mod(a0.y, b0.y, prime)));
-  store2(out + o1, make_ulonglong2(reduce128(x, prime), reduce128(y, prime)));
+  store_pair(out + o0, make_ulonglong2(mul_mod(a0.x, b0.x, prime), mul_mod(a0.y, b0.y, prime)));
+  store_pair(out + o1, make_ulonglong2(reduce128(x, prime), reduce128(y, prime)));
   if constexpr (THIRD) {
     const std::size_t o2 = o1 + static_cast<std::size_t>(out_limbs) * n;
-    store2(out + o2, make_ulonglong2(mul_mod(a1.x, b1.x, prime), mul_mod(a1.y, b1.y, prime)));
+    store_pair(out + o2, make_ulonglong2(mul_mod(a1.x, b1.x, prime), mul_mod(a1.y, b1.y, prime)));
   }
 }
 

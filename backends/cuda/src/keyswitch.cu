@@ -19,6 +19,7 @@
 #include "kernels.hpp"
 #include "ntt.cuh"
 #include "tile_inner_product_args.hpp"
+#include "word_pairs.cuh"
 
 namespace fhelium::cuda::kernels {
 namespace {
@@ -206,13 +207,13 @@ __global__ void __launch_bounds__(threads)
       e0 = src[permuted0];
       e1 = src[permuted1];
     } else {
-      const ulonglong2 e = *reinterpret_cast<const ulonglong2*>(src + k);
+      const ulonglong2 e = load_pair(src + k);
       e0 = e.x;
       e1 = e.y;
     }
     const u64* kb = key + (static_cast<std::size_t>(2 * j) * key_limbs + key_limb) * limb_words + k;
-    const ulonglong2 vb = *reinterpret_cast<const ulonglong2*>(kb);
-    const ulonglong2 va = *reinterpret_cast<const ulonglong2*>(kb + static_cast<std::size_t>(key_limbs) * limb_words);
+    const ulonglong2 vb = load_pair(kb);
+    const ulonglong2 va = load_pair(kb + static_cast<std::size_t>(key_limbs) * limb_words);
     mul_add(b0, e0, vb.x);
     mul_add(b1, e1, vb.y);
     mul_add(a0, e0, va.x);
@@ -224,10 +225,10 @@ __global__ void __launch_bounds__(threads)
       a1 = U128{reduce128(a1, p), 0};
     }
   }
-  *reinterpret_cast<ulonglong2*>(accumulators + static_cast<std::size_t>(s) * limb_words + k) =
-      make_ulonglong2(reduce128(b0, p), reduce128(b1, p));
-  *reinterpret_cast<ulonglong2*>(accumulators + static_cast<std::size_t>(slots + s) * limb_words + k) =
-      make_ulonglong2(reduce128(a0, p), reduce128(a1, p));
+  store_pair(accumulators + static_cast<std::size_t>(s) * limb_words + k,
+             make_ulonglong2(reduce128(b0, p), reduce128(b1, p)));
+  store_pair(accumulators + static_cast<std::size_t>(slots + s) * limb_words + k,
+             make_ulonglong2(reduce128(a0, p), reduce128(a1, p)));
 }
 
 // ---- ModUp's forward tiles and the inner product in one launch ----
