@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs on the GPU machine, from the repository root: the CUDA tests, the
-# tests under compute-sanitizer (memcheck on small shapes and the error
-# tests, racecheck on one shape) and the benchmark, writing logs to OUT.
+# tests under compute-sanitizer (memcheck on every test, racecheck on two
+# shapes; racecheck-all on every test) and the benchmark, writing logs to OUT.
 #   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|bench ...]
 # BUNDLE is a folder made by /work/shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
@@ -25,11 +25,12 @@ for step in $steps; do
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/capture_tests.log" | tail -12
       ;;
     sanitize)
+      # memcheck on every test (about 20 s on the H200), but the out-of-memory
+      # one: its deliberate 1 TiB request is an API error to memcheck.
+      # racecheck costs minutes per shape (racecheck-all runs every one);
       # N14_L7_K1 takes the fused one-prime paths (the cluster inner product).
-      # The out-of-memory test is left out: its deliberate 1 TiB request is an API error to memcheck.
-      timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
-        --gtest_filter='*N12_L5_K2_at5:*N13_L6_K4_at6:*N14_L7_K1_at7:*N14_L7_K1_at4:CudaTransforms.*:CudaBackendErrors.*-*OutOfMemory*' \
-        > "$out/memcheck.log" 2>&1
+      timeout 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$tests" \
+        --gtest_filter='-*OutOfMemory*' > "$out/memcheck.log" 2>&1
       echo "memcheck rc=$?"
       tail -3 "$out/memcheck.log"
       timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" \
@@ -41,6 +42,17 @@ for step in $steps; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$capture_tests" > "$out/capture_$tool.log" 2>&1
         echo "capture $tool rc=$?"
         tail -3 "$out/capture_$tool.log"
+      done
+      ;;
+    racecheck-all)
+      # Every test under racecheck, one process each, one after another (they
+      # share the GPU: in parallel each runs no faster). Seconds for the 2^12
+      # and 2^13 shapes, about 1 min each for the 2^14..2^16 ones and 2 min
+      # for the transform sweep (v25, docs/perf/cuda.md): 20 min or more.
+      for t in $("$tests" --gtest_list_tests | awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }'); do
+        log="$out/racecheck-${t//\//_}.log"
+        timeout 600 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" --gtest_filter="$t" > "$log" 2>&1
+        echo "racecheck $t rc=$? $(grep -h 'RACECHECK SUMMARY' "$log")"
       done
       ;;
     profile)
