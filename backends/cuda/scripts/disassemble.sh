@@ -6,7 +6,9 @@
 # unpacked into a cache folder without installing it. That nvdisasm decodes
 # sm_90 code but not the ELF header of CUDA 13's cubins (ABI version 8), so
 # the cubin's header is rewritten to the older form first; the code sections
-# are unchanged.
+# are unchanged. That nvdisasm leaves out the instructions it cannot decode
+# (newer ones such as VIADD): their offsets are missing from the listing,
+# and sass_mix.py counts them from the gaps.
 #   backends/cuda/scripts/disassemble.sh BUILD SOURCE.cu > out.sass
 # BUILD: a Ninja build folder configured with -DFHELIUM_BUILD_CUDA=ON;
 # SOURCE: a path under backends/cuda/src (e.g. backends/cuda/src/ntt.cu).
@@ -27,18 +29,25 @@ if [[ ! -x $tools/usr/bin/nvdisasm ]]; then
   apt_options=(-o Dir::Etc::sourcelist="$work/apt/sources.list" -o Dir::Etc::sourceparts=-
     -o Dir::State::Lists="$work/apt/lists" -o Dir::Cache="$work/apt/cache" -o APT::Sandbox::User=root)
   apt-get "${apt_options[@]}" update > /dev/null
-  (cd "$work" && apt-get "${apt_options[@]}" download nvidia-cuda-toolkit > /dev/null 2>&1)
+  (cd "$work" && apt-get "${apt_options[@]}" download nvidia-cuda-toolkit > /dev/null)
   dpkg -x "$work"/nvidia-cuda-toolkit_*.deb "$tools"
 fi
 
 # The build's command for SOURCE's object file, made to write a cubin.
-object=$(ninja -C "$build" -t targets all | grep -o "^[^:]*${source##*/}\.o" | head -1)
+# CMake names it <target>.dir/<path under backends/cuda>.o.
+object=$(ninja -C "$build" -t targets all | awk -F: -v want=".dir/${source#*/backends/cuda/}.o" \
+  '!found && substr($1, length($1) - length(want) + 1) == want { print $1; found = 1 }')
 if [[ -z $object ]]; then
   echo "disassemble.sh: no object file for $source in $build" >&2
   exit 1
 fi
 command=$(ninja -C "$build" -t commands "$object" | tail -1)
-command=${command//--generate-code=arch=compute_90,code=\[compute_90,sm_90\]/-arch=sm_90}
+generate='--generate-code=arch=compute_90,code=[compute_90,sm_90]'
+if [[ $command != *"$generate"* ]]; then
+  echo "disassemble.sh: $build does not build for sm_90 alone (configure with -DCMAKE_CUDA_ARCHITECTURES=90)" >&2
+  exit 1
+fi
+command=${command/"$generate"/-arch=sm_90}
 command=$(sed -E 's/ -MD -MT [^ ]+ -MF [^ ]+//; s/ -c / -cubin /; s/ -o [^ ]+$//' <<< "$command")
 (cd "$build" && eval "$command -o '$work/code.cubin'")
 

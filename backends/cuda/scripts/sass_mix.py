@@ -2,10 +2,14 @@
 """Static instruction mix of kernels in nvdisasm output (disassemble.sh).
 
 For each kernel whose demangled name matches --kernel: its instruction
-count, FP64 instructions (DADD, DFMA, DMUL), and with --sections the same
-for each stretch of code that ends at a barrier (BAR) or an EXIT, so that
-a kernel's passes and its branches (FpArith and IntArith paths) can be told
-apart. Counts are static: unrolled loops count fully, a loop body once.
+slots, FP64 instructions (DADD, DFMA, DMUL), and with --sections the same
+for each stretch of code that ends at a barrier (BAR) or an EXIT, or that
+starts at the label after an EXIT (another path: the FpArith and IntArith
+paths of the NTT kernels). A kernel's shared start, up to the branch that
+picks a path, is in its first section. Counts are static: unrolled loops
+count fully, a loop body once. Slots the disassembler left out (CUDA 11.8's
+nvdisasm skips instructions it cannot decode, such as VIADD) are counted
+from the gaps between offsets and shown as "undecoded".
 
   backends/cuda/scripts/sass_mix.py ntt.sass --kernel 'inverse_tiles<11, false' --sections
 """
@@ -15,13 +19,16 @@ import re
 import subprocess
 import sys
 
-INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
 SECTION = re.compile(r"^//-+ \.text\.(\S+)")
+LABEL = re.compile(r"^\.L_x_\d+:")
+SLOT_BYTES = 16
 FP64 = {"DADD", "DFMA", "DMUL"}
 
 
 def kernels(lines):
-    """(mangled name, [opcode, ...]) per kernel, in file order."""
+    """(mangled name, [(offset, opcode), ...]) per kernel, in file order;
+    (None, "LABEL") where a label follows an EXIT."""
     name, ops = None, []
     for line in lines:
         header = SECTION.match(line)
@@ -30,9 +37,13 @@ def kernels(lines):
                 yield name, ops
             name, ops = header.group(1), []
             continue
+        if not name:
+            continue
         found = INSTRUCTION.search(line)
-        if name and found:
-            ops.append(found.group(1))
+        if found:
+            ops.append((int(found.group(1), 16), found.group(2)))
+        elif LABEL.match(line) and ops and ops[-1][1] == "EXIT":
+            ops.append((None, "LABEL"))
     if name:
         yield name, ops
 
@@ -46,20 +57,30 @@ def demangle(names):
 
 
 def summary(ops):
-    mix = collections.Counter(ops)
+    decoded = [(offset, op) for offset, op in ops if offset is not None]
+    if not decoded:
+        return "empty"
+    slots = (decoded[-1][0] - decoded[0][0]) // SLOT_BYTES + 1
+    mix = collections.Counter(op for _, op in decoded)
     fp64 = sum(mix[o] for o in FP64)
     top = ", ".join(f"{o} {c}" for o, c in mix.most_common(12))
-    return f"{len(ops)} instructions, {fp64} FP64: {top}"
+    return f"from {decoded[0][0]:#x}, {slots} slots ({slots - len(decoded)} undecoded), {fp64} FP64: {top}"
 
 
 def sections(ops):
-    start = 0
-    for i, op in enumerate(ops):
+    part = []
+    for offset, op in ops:
+        if op == "LABEL":
+            if part:
+                yield part
+            part = []
+            continue
+        part.append((offset, op))
         if op in ("BAR", "EXIT"):
-            yield ops[start : i + 1]
-            start = i + 1
-    if start < len(ops):
-        yield ops[start:]
+            yield part
+            part = []
+    if part:
+        yield part
 
 
 def main():
@@ -79,7 +100,7 @@ def main():
         print(f"{readable}\n  {summary(ops)}")
         if args.sections:
             for i, part in enumerate(sections(ops)):
-                print(f"  [{i}] ends {part[-1]}: {summary(part)}")
+                print(f"  [{i}] ends {part[-1][1]}: {summary(part)}")
 
 
 if __name__ == "__main__":
