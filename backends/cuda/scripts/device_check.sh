@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|ab ...]
 # BUNDLE is a folder made by /work/shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -117,6 +117,24 @@ for step in $steps; do
         echo "conformance rc=$?"
       } > "$out/plugin.log" 2>&1
       tail -8 "$out/plugin.log"
+      ;;
+    ab)
+      # A same-call A/B of an environment switch in one benchmark binary (it
+      # links the backend statically: another plugin file would measure
+      # nothing). AB_SWITCH names the switch; each of AB_ROUNDS rounds (2)
+      # runs it at 0, then unset, at AB_PRESET (the 2^16 preset) for AB_OPS
+      # (every operation), 200 runs each, into ab.jsonl as "LABEL {json}".
+      : "${AB_SWITCH:?the ab step needs AB_SWITCH, the environment switch to compare}"
+      preset=${AB_PRESET:-slots32768_scale40_levels34}
+      for round in $(seq "${AB_ROUNDS:-2}"); do
+        for value in 0 default; do
+          json=$(if [[ $value == 0 ]]; then export "$AB_SWITCH=0"; else unset "$AB_SWITCH"; fi
+            timeout 120 "$bundle/apps/fhelium-bench-cuda" --preset "$preset" --runs 200 ${AB_OPS:+--ops $AB_OPS} \
+              2>> "$out/ab.log")
+          echo "$AB_SWITCH=$value#$round $json" >> "$out/ab.jsonl"
+        done
+      done
+      python3 "$(dirname "$0")/ab_table.py" "$out/ab.jsonl"
       ;;
     bench)
       timeout 240 "$bundle/apps/fhelium-bench-cuda" > "$out/bench.json" 2> "$out/bench.log"
