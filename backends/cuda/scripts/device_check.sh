@@ -128,9 +128,9 @@ for step in $steps; do
       preset=${AB_PRESET:-slots32768_scale40_levels34}
       for round in $(seq "${AB_ROUNDS:-2}"); do
         for value in 0 default; do
-          json=$(if [[ $value == 0 ]]; then export "$AB_SWITCH=0"; else unset "$AB_SWITCH"; fi
-            timeout 120 "$bundle/apps/fhelium-bench-cuda" --preset "$preset" --runs 200 ${AB_OPS:+--ops $AB_OPS} \
-              2>> "$out/ab.log")
+          if [[ $value == 0 ]]; then switch=("$AB_SWITCH=0"); else switch=(-u "$AB_SWITCH"); fi
+          json=$(env "${switch[@]}" timeout 120 "$bundle/apps/fhelium-bench-cuda" --preset "$preset" --runs 200 \
+            ${AB_OPS:+--ops $AB_OPS} 2>> "$out/ab.log")
           echo "$AB_SWITCH=$value#$round $json" >> "$out/ab.jsonl"
         done
       done
