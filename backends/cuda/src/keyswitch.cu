@@ -446,6 +446,7 @@ struct ModDownBatch {
   const u64* p_inverse;
   const u64* p_inverse_shoup;
   const DevPrime* primes;
+  ntt::TileRows rows{};
   __device__ bool skip(int) const { return false; }
   __device__ int prime(int b) const { return b % limbs; }
   __device__ u64 load(int b, u32 pos) const { return converted[static_cast<std::size_t>(b) * n + pos]; }
@@ -760,7 +761,8 @@ ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeyS
                       ks.level + 1,
                       ks.p_inverse,
                       ks.p_inverse_shoup,
-                      l.tables.primes};
+                      l.tables.primes,
+                      {tile_rows_by_prime(2, ks.level + 1)}};
 }
 
 // Whether ModDown's final NTT starts early: its column pass reads only the

@@ -304,13 +304,37 @@ __device__ __forceinline__ void forward_tile(const TileSmem<LOG_TILE, W, A>& s,
   tile_passes<true, LOG_TILE, W, T::first_forward_log>(s.data, s.tw, a, store);  // starts at a barrier
 }
 
+// The order of a tile pass's block rows. Default: row y is batch limb y.
+// by_prime_limbs = L > 0, for a two-component batch (limb b = component x
+// L + i): c0 and c1 of one prime on neighbouring rows, so the second block
+// reads the prime's tile twiddles from L2 (at 2^16 a ciphertext NTT reads
+// 17.5 MB less from DRAM; docs/perf/cuda.md, v26).
+struct TileRows {
+  int by_prime_limbs = 0;
+  __device__ int limb(u32 y) const {
+    if (by_prime_limbs == 0) return static_cast<int>(y);
+    return static_cast<int>((y & 1u) * static_cast<u32>(by_prime_limbs) + (y >> 1));
+  }
+};
+
+// The batch limb of a tile block: its row, in the batch's TileRows order
+// where it has one (a member `rows`).
+template <class Batch>
+__device__ __forceinline__ int tile_limb(const Batch& batch) {
+  if constexpr (requires { batch.rows.limb(0u); }) {
+    return batch.rows.limb(blockIdx.y);
+  } else {
+    return static_cast<int>(blockIdx.y);
+  }
+}
+
 // Forward stages with distance < TILE. SINGLE: the whole transform (reads
 // batch.load); otherwise reads batch.inter, written by forward_columns.
 template <int LOG_TILE, bool SINGLE, int W, class Batch>
 __device__ __forceinline__ void forward_tiles_body(const NttTables& t, const Batch& batch) {
   using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
-  const int b = static_cast<int>(blockIdx.y);
+  const int b = tile_limb(batch);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
   const u32 n1 = (1u << t.log_n) >> LOG_TILE;
@@ -363,7 +387,7 @@ template <int LOG_TILE, bool SINGLE, int W, class Batch>
 __global__ void __launch_bounds__(Tile<LOG_TILE, W>::threads) inverse_tiles(NttTables t, Batch batch) {
   using T = Tile<LOG_TILE, W>;
   extern __shared__ TwiddlePair dynamic_smem[];
-  const int b = static_cast<int>(blockIdx.y);
+  const int b = tile_limb(batch);
   if (batch.skip(b)) return;
   const int limb = batch.prime(b);
   const u32 n1 = (1u << t.log_n) >> LOG_TILE;
@@ -887,6 +911,7 @@ struct PlainBatch {
   u32 n;
   int limbs;
   int first_key_limb;  // key limb of limb 0
+  TileRows rows{};
   __device__ bool skip(int) const { return false; }
   __device__ int prime(int b) const { return first_key_limb + b % limbs; }
   __device__ u64 load(int b, u32 pos) const { return in[static_cast<std::size_t>(b) * n + pos]; }

@@ -42,6 +42,7 @@ struct KeptLimbBatch {
   int a_limbs;
   const DevPrime* primes;
   RescaleView tables;
+  ntt::TileRows rows{};
   __device__ bool skip(int) const { return false; }
   __device__ int prime(int b) const { return b % kept; }
   __device__ u64 load(int b, u32 pos) const {
@@ -126,7 +127,15 @@ struct RescaleSource {
 void rescale(const Launch& l, const RescaleView& tables, Poly out, Poly a, u64* temp) {
   const int last = out.limbs;
   const DroppedLimbBatch dropped{a.data, temp, l.n, a.limbs, last, tables.q_last, tables.q_last >> 1};
-  const KeptLimbBatch kept{temp, a.data, out.data, l.n, out.limbs, a.limbs, l.tables.primes, tables};
+  const KeptLimbBatch kept{temp,
+                           a.data,
+                           out.data,
+                           l.n,
+                           out.limbs,
+                           a.limbs,
+                           l.tables.primes,
+                           tables,
+                           {tile_rows_by_prime(out.components, out.limbs)}};
   if (ntt::cluster_ntt(l.tables.log_n)) {
     // 1 launch: each kept limb's cluster redoes the dropped limb's inverse.
     const RescaleSource source{a.data, l.n, a.limbs, out.limbs, tables.q_last, l.tables.primes, tables};
