@@ -48,15 +48,24 @@ for step in $steps; do
     racecheck-all)
       # Every test under racecheck (or those matching the extended regular
       # expression RACECHECK_TESTS), one process each, one after another:
-      # they share the GPU, and in parallel none runs faster. Alone, seconds
-      # for a 2^12 or 2^13 shape, about 1 min for a 2^14 or 2^16 one and 2 min
-      # for the transform sweep; the 2^16 preset at 34 levels took 216 s
-      # beside two others (v25, docs/perf/cuda.md). All of them take longer
-      # than one 10-minute device call: select slices with RACECHECK_TESTS.
+      # they share the GPU, and in parallel none runs faster. Alone (v26,
+      # docs/perf/cuda.md): seconds for a 2^12, 2^13 or 2^15 shape, 50-80 s
+      # for a 2^14 one, 53-200 s for a 2^16 one, 126 s for the prime sweep;
+      # all 28 about 23 minutes, more than one 10-minute device call, so
+      # select slices with RACECHECK_TESTS. RACECHECK_SECONDS bounds the
+      # whole step: a test is cut at the bound, later ones are not started
+      # (each says so), so the step ends with its logs inside the call.
+      deadline=$(($(date +%s) + ${RACECHECK_SECONDS:-100000}))
       for t in $("$tests" --gtest_list_tests | awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }' |
         grep -E "${RACECHECK_TESTS:-.}"); do
+        left=$((deadline - $(date +%s)))
+        if ((left < 10)); then
+          echo "racecheck $t not started: RACECHECK_SECONDS spent"
+          continue
+        fi
         log="$out/racecheck-${t//\//_}.log"
-        timeout -k 30 540 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" --gtest_filter="$t" > "$log" 2>&1
+        timeout -k 30 $((left < 540 ? left : 540)) compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" \
+          --gtest_filter="$t" > "$log" 2>&1
         echo "racecheck $t rc=$? $(grep -h 'RACECHECK SUMMARY' "$log")"
       done
       ;;
