@@ -730,6 +730,14 @@ void launch_columns(bool forward, const NttTables& t, const Batch& batch, int co
 template <int LOG_TILE, bool SINGLE, int W, class Batch>
 void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   using T = Tile<LOG_TILE, W>;
+  if constexpr (requires { batch.rows.by_prime_limbs; }) {
+    // TileRows' order permutes the rows only when they are both components.
+    const int limbs = batch.rows.by_prime_limbs;
+    if (limbs != 0 && count != 2 * limbs) {
+      throw_cuda_error(cudaErrorInvalidValue, "ntt tile pass of " + std::to_string(count) +
+                                                  " limbs with its rows by prime for 2 x " + std::to_string(limbs));
+    }
+  }
   const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
   if (forward) {
     auto launch = [&](auto kernel) {
