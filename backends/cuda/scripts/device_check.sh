@@ -48,14 +48,20 @@ for step in $steps; do
     racecheck-all)
       # Every test under racecheck (or those matching the extended regular
       # expression RACECHECK_TESTS), one process each, one after another:
-      # they share the GPU, and in parallel none runs faster. Alone (v26,
-      # docs/perf/cuda.md): seconds for a 2^12, 2^13 or 2^15 shape, 50-80 s
-      # for a 2^14 one, 53-200 s for a 2^16 one, 126 s for the prime sweep;
-      # all 28 about 23 minutes, more than one 10-minute device call, so
-      # select slices with RACECHECK_TESTS. RACECHECK_SECONDS bounds the
-      # whole step: a test is cut at the bound, later ones are not started
-      # (each says so), so the step ends with its logs inside the call.
-      deadline=$(($(date +%s) + ${RACECHECK_SECONDS:-100000}))
+      # they share the GPU, and in parallel none runs faster. Alone (v25-v26,
+      # docs/perf/cuda.md): at most 16 s for a 2^12, 2^13 or 2^15 shape,
+      # 49-80 s for a 2^14 one, 53-216 s for a 2^16 one, 126 s for the prime
+      # sweep; about 23 minutes for all 28, more than one 10-minute device
+      # call, so select slices with RACECHECK_TESTS. RACECHECK_SECONDS (whole
+      # seconds) bounds this step: a test is cut at the bound, later ones are
+      # not started (each says so). A cut test may take 30 s more to die
+      # (timeout -k 30): set it 40 s below what the call has left.
+      seconds=${RACECHECK_SECONDS:-100000}
+      if [[ ! $seconds =~ ^[0-9]+$ ]]; then
+        echo "racecheck-all: RACECHECK_SECONDS is '$seconds', expected whole seconds; step skipped"
+        continue
+      fi
+      deadline=$(($(date +%s) + 10#$seconds))
       for t in $("$tests" --gtest_list_tests | awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }' |
         grep -E "${RACECHECK_TESTS:-.}"); do
         left=$((deadline - $(date +%s)))

@@ -1,5 +1,6 @@
 // Negacyclic NTT kernels for batches of limbs (one launch covers every limb of
-// a batch, blockIdx.y selects the limb). Forward: Cooley-Tukey, inverse:
+// a batch, blockIdx.y selects the limb, in the tile pass through the
+// batch's TileRows where it has one). Forward: Cooley-Tukey, inverse:
 // Gentleman-Sande, the same twiddle tables as NttTable. Each block computes in
 // IntArith (64-bit words, Harvey's lazy butterflies) or, for primes below
 // 2^44, FpArith (double precision, exact; see ntt_arith.cuh). Outputs are
@@ -24,6 +25,7 @@
 //   u64* inter(int b)                 // N words between the two kernels
 //   Aux fetch(int b, u32 pos)         // other operands the store needs
 //   void store(int b, u32 pos, u64 v, const Aux&) // output word v in [0, q)
+//   TileRows rows                     // optional: the tile pass's row order
 // so element-wise work before and after the transform fuses into it. The
 // kernels fetch the operands of all of a thread's words before storing any:
 // the output may alias nothing the compiler can prove, so fetching inside the
@@ -306,9 +308,11 @@ __device__ __forceinline__ void forward_tile(const TileSmem<LOG_TILE, W, A>& s,
 
 // The order of a tile pass's block rows. Default: row y is batch limb y.
 // by_prime_limbs = L > 0, for a two-component batch (limb b = component x
-// L + i): c0 and c1 of one prime on neighbouring rows, so the second block
-// reads the prime's tile twiddles from L2 (at 2^16 a ciphertext NTT reads
-// 17.5 MB less from DRAM; docs/perf/cuda.md, v26).
+// L + i): c0 and c1 of one prime on neighbouring rows, so the second row's
+// blocks read the prime's tile twiddles from L2 (at 2^16 the inverse tile
+// pass of a ciphertext reads 17.5 MB less from DRAM, the forward 8.9 MB;
+// docs/perf/cuda.md, v26). A permutation of [0, count) only when count
+// == 2 L: check_tile_rows.
 struct TileRows {
   int by_prime_limbs = 0;
   __device__ int limb(u32 y) const {
@@ -727,17 +731,23 @@ void launch_columns(bool forward, const NttTables& t, const Batch& batch, int co
   }
 }
 
+// Refuses, before anything is launched, a batch whose TileRows order is
+// not a permutation of its `count` rows (a bug in the caller).
+template <class Batch>
+void check_tile_rows(const Batch& batch, int count) {
+  if constexpr (requires { batch.rows.by_prime_limbs; }) {
+    const int limbs = batch.rows.by_prime_limbs;
+    if (limbs != 0 && count != 2 * limbs) {
+      throw_cuda_error(
+          cudaErrorInvalidValue,
+          "ntt of " + std::to_string(count) + " limbs with its tile rows by prime for 2 x " + std::to_string(limbs));
+    }
+  }
+}
+
 template <int LOG_TILE, bool SINGLE, int W, class Batch>
 void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   using T = Tile<LOG_TILE, W>;
-  if constexpr (requires { batch.rows.by_prime_limbs; }) {
-    // TileRows' order permutes the rows only when they are both components.
-    const int limbs = batch.rows.by_prime_limbs;
-    if (limbs != 0 && count != 2 * limbs) {
-      throw_cuda_error(cudaErrorInvalidValue, "ntt tile pass of " + std::to_string(count) +
-                                                  " limbs with its rows by prime for 2 x " + std::to_string(limbs));
-    }
-  }
   const dim3 grid((1u << t.log_n) >> LOG_TILE, static_cast<unsigned>(count));
   if (forward) {
     auto launch = [&](auto kernel) {
@@ -812,6 +822,7 @@ bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, i
 template <class Batch>
 void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  check_tile_rows(batch, count);
   if (launch_wide_cluster(true, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
@@ -828,6 +839,7 @@ void forward(const NttTables& t, const Batch& batch, int count, cudaStream_t str
 template <class Batch>
 void inverse(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  check_tile_rows(batch, count);
   if (launch_wide_cluster(false, t, batch, count, stream)) return;
   const Shape s = shape_for(t.log_n);
   if (cluster_ntt(t.log_n)) {
@@ -856,12 +868,14 @@ inline bool fuse_columns(int log_n) {
 template <class Batch>
 void inverse_tiles_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  check_tile_rows(batch, count);
   launch_tiles_any<false>(false, shape_for(t.log_n).log_tile, t, batch, count, stream);
 }
 
 template <class Batch>
 void forward_tiles_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  check_tile_rows(batch, count);
   launch_tiles_any<false>(true, shape_for(t.log_n).log_tile, t, batch, count, stream);
 }
 

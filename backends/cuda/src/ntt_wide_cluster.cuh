@@ -261,6 +261,7 @@ inline bool forward_in_two_passes(int log_n, int count) {
 template <class Batch>
 void forward_columns_only(const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   if (count <= 0) return;
+  check_tile_rows(batch, count);  // its tile pass follows
   launch_columns_any(true, shape_for(t.log_n).n1, t, batch, count, stream);
 }
 
