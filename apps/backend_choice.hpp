@@ -18,6 +18,14 @@ struct ChosenBackend {
   std::string note;                  // why auto fell back to cpu, if it did
 };
 
+// Whether a cuda plugin file is on the search path, loadable or not.
+inline bool cuda_plugin_exists(const LoadOptions& options) {
+  for (const auto& info : list_backends(options)) {
+    if (info.name == "cuda" || info.path.find("fhelium-backend-cuda") != std::string::npos) return true;
+  }
+  return false;
+}
+
 inline ChosenBackend choose_backend(const std::string& name, int device = 0,
                                     const std::vector<std::string>& search_path = {}) {
   LoadOptions options;
@@ -28,7 +36,9 @@ inline ChosenBackend choose_backend(const std::string& name, int device = 0,
     try {
       chosen.backend = load_backend("cuda", options);
     } catch (const Error& e) {
-      chosen.note = std::string("cuda backend unavailable (") + e.what() + "); using cpu";
+      chosen.note = cuda_plugin_exists(options)
+                        ? std::string("running on cpu: the cuda backend found no usable GPU (") + e.what() + ")"
+                        : "running on cpu: the cuda backend is not built here (nvcc was not found at build time)";
       chosen.backend = load_backend("cpu", options);
     }
   } else {
