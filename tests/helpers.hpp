@@ -71,6 +71,14 @@ struct Fixture {
     return m;
   }
 
+  // Real parts uniform in [-amplitude, amplitude], imaginary parts zero.
+  Message random_real_message(double amplitude) {
+    std::uniform_real_distribution<double> d(-amplitude, amplitude);
+    Message m(slots());
+    for (auto& x : m) x = {d(message_rng), 0.0};
+    return m;
+  }
+
   Ciphertext encrypt(const Message& m, int level = -1, double scale = 0) {
     const int l = level < 0 ? context->max_level() : level;
     const double s = scale == 0 ? this->scale() : scale;

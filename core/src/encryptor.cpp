@@ -36,6 +36,44 @@ void small_to_residues(const Context& context, std::span<const std::int64_t> sma
 
 namespace {
 
+// The key limb of limb `limb` of a value on Q_l P: q_0..q_l, then the P primes.
+int qp_key_limb(const Context& ctx, int level, int limb) {
+  return limb <= level ? limb : ctx.max_level() + 1 + (limb - level - 1);
+}
+
+// Signed small coefficients to NTT-form residues on Q_l P.
+void small_to_ntt_qp(const Context& ctx, std::span<const std::int64_t> small, u64* out, int level) {
+  const int q_limbs = level + 1;
+  u64* p_part = out + static_cast<std::size_t>(q_limbs) * ctx.ring_degree();
+  small_to_residues(ctx, small, out, q_limbs);
+  small_to_residues(ctx, small, p_part, ctx.special_count(), ctx.max_level() + 1);
+  ntt_forward_limbs(ctx, out, q_limbs);
+  ntt_forward_limbs(ctx, p_part, ctx.special_count(), ctx.max_level() + 1);
+}
+
+// out = round(x / P) on Q_l, for x given in NTT form on Q_l P (its P limbs
+// are overwritten). The P part is lifted exactly to its centered
+// representative r in (-P/2, P/2], so (x - r) / P is x / P rounded to the
+// nearest integer.
+void divide_by_p_rounded(const Context& ctx, int level, u64* x, u64* out) {
+  const std::size_t n = ctx.ring_degree();
+  const int q_limbs = level + 1;
+  const KeySwitchLevel& tables = ctx.key_switch(level);
+  u64* p_part = x + static_cast<std::size_t>(q_limbs) * n;
+  ntt_inverse_limbs(ctx, p_part, ctx.special_count(), ctx.max_level() + 1);
+  tables.mod_down.convert(p_part, out, n, 0, n);
+  ntt_forward_limbs(ctx, out, q_limbs);
+  for (int limb = 0; limb < q_limbs; ++limb) {
+    const auto i = static_cast<std::size_t>(limb);
+    const u64 q = ctx.q()[i].value;
+    const u64* xi = x + i * n;
+    u64* oi = out + i * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      oi[k] = mul_shoup(sub_mod(xi[k], oi[k], q), tables.p_inverse[i], tables.p_inverse_shoup[i], q);
+    }
+  }
+}
+
 void check_plaintext(const Context& ctx, const HostValue& pt) {
   const ValueState& s = pt.state;
   if (s.context_id != ctx.id() || s.components != 1 || s.basis != Basis::Q || s.level < 0 ||
@@ -61,44 +99,56 @@ HostValue Encryptor::prepare_plaintext(const HostValue& plaintext) const {
 
 HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
   const Context& ctx = *context_;
-  if (pk.value.state.context_id != ctx.id()) {
-    throw StateError("public key belongs to context " + std::to_string(pk.value.state.context_id) +
+  const ValueState& key_state = pk.value.state;
+  if (key_state.context_id != ctx.id()) {
+    throw StateError("public key belongs to context " + std::to_string(key_state.context_id) +
                      ", expected context " + std::to_string(ctx.id()));
   }
+  if (key_state.basis != Basis::QP || key_state.level != ctx.max_level() || key_state.components != 2 ||
+      pk.value.data.size() != key_state.words(ctx)) {
+    throw StateError("public key is " + key_state.describe() + ", expected two QP-basis components at level " +
+                     std::to_string(ctx.max_level()));
+  }
   const HostValue m = prepare_plaintext(plaintext);
-  const int limbs = m.state.level + 1;
+  const int level = m.state.level;
+  const int limbs = level + 1 + ctx.special_count();
   const std::size_t n = ctx.ring_degree();
-  const std::size_t limb_words = static_cast<std::size_t>(limbs) * n;
+  const std::size_t qp_words = static_cast<std::size_t>(limbs) * n;
 
+  // (b u + e0, a u + e1) on Q_l P, then divided by P with rounding: the
+  // noise u e + e0 + e1 s shrinks by P and the rounding is what is left.
   auto u_small = sample_ternary(rng_, n);
   std::vector<std::int64_t> u_wide(u_small.begin(), u_small.end());
-  std::vector<u64> u(limb_words), e0(limb_words), e1(limb_words);
-  small_to_residues(ctx, u_wide, u.data(), limbs);
-  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), e0.data(), limbs);
-  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), e1.data(), limbs);
-  ntt_forward_limbs(ctx, u.data(), limbs);
-  ntt_forward_limbs(ctx, e0.data(), limbs);
-  ntt_forward_limbs(ctx, e1.data(), limbs);
+  std::vector<u64> u(qp_words), e0(qp_words), e1(qp_words);
+  small_to_ntt_qp(ctx, u_wide, u.data(), level);
+  small_to_ntt_qp(ctx, sample_gaussian(rng_, n, error_stddev), e0.data(), level);
+  small_to_ntt_qp(ctx, sample_gaussian(rng_, n, error_stddev), e1.data(), level);
+  std::vector<u64> zero(2 * qp_words);
+  for (int limb = 0; limb < limbs; ++limb) {
+    const int key_limb = qp_key_limb(ctx, level, limb);
+    const Modulus& q = ctx.key_modulus(key_limb);
+    const u64* b = pk.value.limb(ctx, 0, key_limb);
+    const u64* a = pk.value.limb(ctx, 1, key_limb);
+    const std::size_t off = static_cast<std::size_t>(limb) * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      zero[off + k] = add_mod(mul_mod(b[k], u[off + k], q), e0[off + k], q.value);
+      zero[qp_words + off + k] = add_mod(mul_mod(a[k], u[off + k], q), e1[off + k], q.value);
+    }
+  }
+  std::fill(u.begin(), u.end(), 0);
+  std::fill(u_wide.begin(), u_wide.end(), 0);
 
   HostValue ct;
   ct.state = m.state;
   ct.state.components = 2;
   ct.data.assign(ct.state.words(ctx), 0);
-  for (int limb = 0; limb < limbs; ++limb) {
-    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
-    const u64* b = pk.value.limb(ctx, 0, limb);
-    const u64* a = pk.value.limb(ctx, 1, limb);
+  for (int c = 0; c < 2; ++c) divide_by_p_rounded(ctx, level, zero.data() + c * qp_words, ct.limb(ctx, c, 0));
+  for (int limb = 0; limb <= level; ++limb) {
+    const u64 q = ctx.q()[static_cast<std::size_t>(limb)].value;
     const u64* mm = m.limb(ctx, 0, limb);
-    const std::size_t off = static_cast<std::size_t>(limb) * n;
     u64* c0 = ct.limb(ctx, 0, limb);
-    u64* c1 = ct.limb(ctx, 1, limb);
-    for (std::size_t k = 0; k < n; ++k) {
-      c0[k] = add_mod(add_mod(mul_mod(b[k], u[off + k], q), e0[off + k], q.value), mm[k], q.value);
-      c1[k] = add_mod(mul_mod(a[k], u[off + k], q), e1[off + k], q.value);
-    }
+    for (std::size_t k = 0; k < n; ++k) c0[k] = add_mod(c0[k], mm[k], q);
   }
-  std::fill(u.begin(), u.end(), 0);
-  std::fill(u_wide.begin(), u_wide.end(), 0);
   return ct;
 }
 

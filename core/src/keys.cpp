@@ -66,15 +66,15 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk) {
   check_context(sk);
   const Context& ctx = *context_;
   const std::size_t n = ctx.ring_degree();
-  const int limbs = ctx.max_level() + 1;
+  const int limbs = ctx.key_limbs();
   PublicKey pk;
-  pk.value.state = {ctx.id(), ctx.word_size(), ctx.max_level(), 1.0, Domain::ntt, Basis::Q, 2};
+  pk.value.state = {ctx.id(), ctx.word_size(), ctx.max_level(), 1.0, Domain::ntt, Basis::QP, 2};
   pk.value.data.assign(pk.value.state.words(ctx), 0);
   const auto e = sample_gaussian(rng_, n, error_stddev);
   small_to_residues(ctx, e, pk.value.limb(ctx, 0, 0), limbs);
   ntt_forward_limbs(ctx, pk.value.limb(ctx, 0, 0), limbs);
   for (int limb = 0; limb < limbs; ++limb) {
-    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
+    const Modulus& q = ctx.key_modulus(limb);
     u64* b = pk.value.limb(ctx, 0, limb);
     u64* a = pk.value.limb(ctx, 1, limb);
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;

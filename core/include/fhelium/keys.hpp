@@ -37,7 +37,9 @@ class SecretKey {
   std::vector<u64> ntt_qp_shoup_;
 };
 
-// (b, a) = (-a s + e, a) over Q at the top level, NTT domain.
+// (b, a) = (-a s + e, a) over QP at the top level (every key limb), NTT
+// domain: encryption works in QP and divides by P, so a fresh ciphertext
+// carries the rounding of that division instead of the encryption noise.
 struct PublicKey {
   HostValue value;
 };
