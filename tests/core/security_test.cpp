@@ -18,7 +18,7 @@ namespace {
 
 using testing::HasSubstr;
 
-// Values from /work/shared/data/he-security-table-2025.json.
+// Values from core/data/he-security-table-2025.json (the 2025 HE security table).
 TEST(SecurityTest, MaxLogQpKnownAnswers) {
   const auto ternary = SecretDistribution::ternary;
   EXPECT_EQ(max_log_qp(ternary, 128, 1 << 10), 26);

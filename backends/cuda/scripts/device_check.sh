@@ -3,8 +3,8 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|ab ...]
-# BUNDLE is a folder made by /work/shared/tools/bundle-binaries from a build
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|ab ...]
+# BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
 bundle=$1
@@ -132,6 +132,19 @@ for step in $steps; do
         echo "conformance rc=$?"
       } > "$out/plugin.log" 2>&1
       tail -8 "$out/plugin.log"
+      ;;
+    accuracy)
+      # docs/accuracy.md's table on cuda and on cpu with one seed: bit-exact
+      # backends print the same table.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      for backend in cpu cuda; do
+        timeout 300 "$bundle/apps/fhelium-accuracy" --seed 1 --backend $backend > "$out/accuracy-$backend.md" \
+          2> "$out/accuracy-$backend.log"
+        echo "accuracy $backend rc=$?"
+      done
+      # The first line names the backend; the tables follow.
+      cmp -s <(tail -n +2 "$out/accuracy-cpu.md") <(tail -n +2 "$out/accuracy-cuda.md") &&
+        echo "accuracy: cpu and cuda tables identical" || echo "accuracy: cpu and cuda tables DIFFER"
       ;;
     ab)
       # A same-call A/B of an environment switch in one benchmark binary (it
