@@ -36,11 +36,6 @@ void small_to_residues(const Context& context, std::span<const std::int64_t> sma
 
 namespace {
 
-// The key limb of limb `limb` of a value on Q_l P: q_0..q_l, then the P primes.
-int qp_key_limb(const Context& ctx, int level, int limb) {
-  return limb <= level ? limb : ctx.max_level() + 1 + (limb - level - 1);
-}
-
 // Signed small coefficients to NTT-form residues on Q_l P.
 void small_to_ntt_qp(const Context& ctx, std::span<const std::int64_t> small, u64* out, int level) {
   const int q_limbs = level + 1;
@@ -111,7 +106,9 @@ HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
   }
   const HostValue m = prepare_plaintext(plaintext);
   const int level = m.state.level;
-  const int limbs = level + 1 + ctx.special_count();
+  ValueState qp = m.state;  // the basis Q_l P the encryption of zero lives on
+  qp.basis = Basis::QP;
+  const int limbs = qp.limbs(ctx);
   const std::size_t n = ctx.ring_degree();
   const std::size_t qp_words = static_cast<std::size_t>(limbs) * n;
 
@@ -125,7 +122,7 @@ HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
   small_to_ntt_qp(ctx, sample_gaussian(rng_, n, error_stddev), e1.data(), level);
   std::vector<u64> zero(2 * qp_words);
   for (int limb = 0; limb < limbs; ++limb) {
-    const int key_limb = qp_key_limb(ctx, level, limb);
+    const int key_limb = qp.key_limb(ctx, limb);
     const Modulus& q = ctx.key_modulus(key_limb);
     const u64* b = pk.value.limb(ctx, 0, key_limb);
     const u64* a = pk.value.limb(ctx, 1, key_limb);
@@ -153,6 +150,10 @@ HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
 }
 
 HostValue Encryptor::encrypt_symmetric(const HostValue& plaintext, const SecretKey& sk) {
+  return encrypt_symmetric_seeded(plaintext, sk).value;
+}
+
+SeededCiphertext Encryptor::encrypt_symmetric_seeded(const HostValue& plaintext, const SecretKey& sk) {
   const Context& ctx = *context_;
   if (sk.context_id() != ctx.id()) {
     throw StateError("secret key belongs to context " + std::to_string(sk.context_id()) + ", expected context " +
@@ -161,10 +162,15 @@ HostValue Encryptor::encrypt_symmetric(const HostValue& plaintext, const SecretK
   const HostValue m = prepare_plaintext(plaintext);
   const int limbs = m.state.level + 1;
   const std::size_t n = ctx.ring_degree();
-  HostValue ct;
+  SeededCiphertext out;
+  HostValue& ct = out.value;
   ct.state = m.state;
   ct.state.components = 2;
   ct.data.assign(ct.state.words(ctx), 0);
+  // c1 = a comes from its own seed so that a saved ciphertext can store the seed instead.
+  out.a_seed = rng_.next_seed();
+  u64* const c1_block = ct.limb(ctx, 1, 0);
+  expand_uniform(ctx, out.a_seed, limbs, std::span(&c1_block, 1));
   small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), ct.limb(ctx, 0, 0), limbs);
   ntt_forward_limbs(ctx, ct.limb(ctx, 0, 0), limbs);
   for (int limb = 0; limb < limbs; ++limb) {
@@ -172,13 +178,12 @@ HostValue Encryptor::encrypt_symmetric(const HostValue& plaintext, const SecretK
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
     const u64* mm = m.limb(ctx, 0, limb);
     u64* c0 = ct.limb(ctx, 0, limb);
-    u64* c1 = ct.limb(ctx, 1, limb);
-    rng_.fill_uniform(std::span(c1, n), q.value);
+    const u64* c1 = ct.limb(ctx, 1, limb);
     for (std::size_t k = 0; k < n; ++k) {
       c0[k] = add_mod(sub_mod(c0[k], mul_mod(c1[k], s[k], q), q.value), mm[k], q.value);
     }
   }
-  return ct;
+  return out;
 }
 
 Decryptor::Decryptor(std::shared_ptr<const Context> context) : context_(std::move(context)) {}

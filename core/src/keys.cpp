@@ -35,16 +35,11 @@ void KeyGenerator::check_context(const SecretKey& sk) const {
   }
 }
 
-SecretKey KeyGenerator::secret_key() {
-  const Context& ctx = *context_;
+SecretKey make_secret_key(const Context& ctx, std::vector<std::int8_t> coefficients) {
   const std::size_t n = ctx.ring_degree();
-  const int weight = ctx.params().hamming_weight;
-  std::vector<std::int8_t> coefficients;
-  if (ctx.params().secret == SecretDistribution::gaussian) {
-    const auto g = sample_gaussian(rng_, n, error_stddev);
-    coefficients.assign(g.begin(), g.end());
-  } else {
-    coefficients = weight > 0 ? sample_sparse_ternary(rng_, n, weight) : sample_ternary(rng_, n);
+  if (coefficients.size() != n) {
+    throw InvalidArgumentError("secret key has " + std::to_string(coefficients.size()) +
+                               " coefficients, expected the ring degree " + std::to_string(n));
   }
   std::vector<std::int64_t> wide(coefficients.begin(), coefficients.end());
   std::vector<u64> ntt_qp(static_cast<std::size_t>(ctx.key_limbs()) * n);
@@ -62,6 +57,20 @@ SecretKey KeyGenerator::secret_key() {
   return SecretKey(ctx.id(), std::move(coefficients), std::move(ntt_qp), std::move(ntt_qp_shoup));
 }
 
+SecretKey KeyGenerator::secret_key() {
+  const Context& ctx = *context_;
+  const std::size_t n = ctx.ring_degree();
+  const int weight = ctx.params().hamming_weight;
+  std::vector<std::int8_t> coefficients;
+  if (ctx.params().secret == SecretDistribution::gaussian) {
+    const auto g = sample_gaussian(rng_, n, error_stddev);
+    coefficients.assign(g.begin(), g.end());
+  } else {
+    coefficients = weight > 0 ? sample_sparse_ternary(rng_, n, weight) : sample_ternary(rng_, n);
+  }
+  return make_secret_key(ctx, std::move(coefficients));
+}
+
 PublicKey KeyGenerator::public_key(const SecretKey& sk) {
   check_context(sk);
   const Context& ctx = *context_;
@@ -70,6 +79,10 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk) {
   PublicKey pk;
   pk.value.state = {ctx.id(), ctx.word_size(), ctx.max_level(), 1.0, Domain::ntt, Basis::QP, 2};
   pk.value.data.assign(pk.value.state.words(ctx), 0);
+  // `a` comes from its own seed so that a saved key can store the seed instead.
+  pk.a_seed = rng_.next_seed();
+  u64* const a_block = pk.value.limb(ctx, 1, 0);
+  expand_uniform(ctx, *pk.a_seed, limbs, std::span(&a_block, 1));
   const auto e = sample_gaussian(rng_, n, error_stddev);
   small_to_residues(ctx, e, pk.value.limb(ctx, 0, 0), limbs);
   ntt_forward_limbs(ctx, pk.value.limb(ctx, 0, 0), limbs);
@@ -78,7 +91,6 @@ PublicKey KeyGenerator::public_key(const SecretKey& sk) {
     u64* b = pk.value.limb(ctx, 0, limb);
     u64* a = pk.value.limb(ctx, 1, limb);
     const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
-    rng_.fill_uniform(std::span(a, n), q.value);
     for (std::size_t k = 0; k < n; ++k) b[k] = sub_mod(b[k], mul_mod(a[k], s[k], q), q.value);
   }
   return pk;
@@ -94,6 +106,14 @@ HostSwitchKey KeyGenerator::switch_key(const SecretKey& sk, std::span<const u64>
   key.digits = ctx.key_digits();
   const std::size_t digit_words = 2 * static_cast<std::size_t>(key_limbs) * n;
   key.data.assign(static_cast<std::size_t>(key.digits) * digit_words, 0);
+  // Every a_j comes from one seed so that a saved key can store the seed instead.
+  key.a_seed = rng_.next_seed();
+  std::vector<u64*> a_blocks;
+  for (int j = 0; j < key.digits; ++j) {
+    u64* b = key.data.data() + static_cast<std::size_t>(j) * digit_words;
+    a_blocks.push_back(b + static_cast<std::size_t>(key_limbs) * n);
+  }
+  expand_uniform(ctx, *key.a_seed, key_limbs, a_blocks);
 
   // [P]_{q_i} for the gadget factor on the primes of each digit.
   std::vector<u64> p_mod_q(static_cast<std::size_t>(ctx.max_level() + 1));
@@ -114,7 +134,6 @@ HostSwitchKey KeyGenerator::switch_key(const SecretKey& sk, std::span<const u64>
       const auto offset = static_cast<std::size_t>(limb) * n;
       const u64* s = sk.ntt_qp().data() + offset;
       const bool in_digit = limb <= ctx.max_level() && limb / alpha == j;
-      rng_.fill_uniform(std::span(a + offset, n), q.value);
       for (std::size_t k = 0; k < n; ++k) {
         u64 value = sub_mod(b[offset + k], mul_mod(a[offset + k], s[k], q), q.value);
         if (in_digit) value = add_mod(value, mul_mod(p_mod_q[static_cast<std::size_t>(limb)], source[offset + k], q), q.value);

@@ -79,6 +79,12 @@ std::uint64_t Csprng::next_u64() {
   return x;
 }
 
+Seed Csprng::next_seed() {
+  Seed seed;
+  fill(seed.data(), seed.size());
+  return seed;
+}
+
 std::uint64_t Csprng::uniform(std::uint64_t bound) {
   if (bound == 0) throw InvalidArgumentError("uniform bound 0: expected a bound >= 1");
   // Reject the top partial interval so every residue is equally likely.

@@ -14,6 +14,10 @@ int ValueState::limbs(const Context& context) const {
   return level + 1 + (basis == Basis::QP ? context.special_count() : 0);
 }
 
+int ValueState::key_limb(const Context& context, int limb) const {
+  return limb <= level ? limb : context.max_level() + 1 + (limb - level - 1);
+}
+
 std::size_t ValueState::words(const Context& context) const {
   return static_cast<std::size_t>(components) * static_cast<std::size_t>(limbs(context)) * context.ring_degree();
 }

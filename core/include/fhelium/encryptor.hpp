@@ -11,13 +11,22 @@
 
 namespace fhelium {
 
+// A fresh symmetric ciphertext and the seed its c1 was expanded from
+// (expand_uniform over limbs 0..level): saved, it stores the seed instead of c1.
+struct SeededCiphertext {
+  HostValue value;
+  Seed a_seed{};
+};
+
 class Encryptor {
  public:
   Encryptor(std::shared_ptr<const Context> context, Csprng& rng);
 
   // The plaintext's level and scale are kept; the ciphertext is in the NTT domain.
   HostValue encrypt(const HostValue& plaintext, const PublicKey& pk);
+  // Returns encrypt_symmetric_seeded(...).value.
   HostValue encrypt_symmetric(const HostValue& plaintext, const SecretKey& sk);
+  SeededCiphertext encrypt_symmetric_seeded(const HostValue& plaintext, const SecretKey& sk);
 
  private:
   HostValue prepare_plaintext(const HostValue& plaintext) const;

@@ -54,4 +54,17 @@ class PluginError : public Error {
   using Error::Error;
 };
 
+// A serialized object that is malformed, corrupted, truncated, of an unknown
+// format version or of another object kind than the one asked for.
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A file or stream that could not be opened, read or written.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace fhelium

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -13,7 +14,8 @@
 
 namespace fhelium {
 
-// Lives in memory only: there is no serializer for it in this library.
+// Written to a file only by save_secret_key_unprotected and
+// save_secret_key_file_unprotected (fhelium/serialization.hpp).
 class SecretKey {
  public:
   SecretKey(std::uint64_t context_id, std::vector<std::int8_t> coefficients, std::vector<u64> ntt_qp,
@@ -42,6 +44,9 @@ class SecretKey {
 // carries the rounding of that division instead of the encryption noise.
 struct PublicKey {
   HostValue value;
+  // The seed `a` was expanded from (expand_uniform, limbs 0..key_limbs-1);
+  // not secret. Empty for a key whose `a` has no seed.
+  std::optional<Seed> a_seed;
 };
 
 // A hybrid key-switching key from s' to s: for each digit j,
@@ -52,7 +57,21 @@ struct HostSwitchKey {
   int digits = 0;
   std::uint32_t galois_element = 0;  // 0 for relinearization
   std::vector<u64> data;
+  // The seed every a_j was expanded from (expand_uniform over the digits in
+  // order, limbs 0..key_limbs-1 each); not secret. Empty when `a` has no seed.
+  std::optional<Seed> a_seed;
 };
+
+// The secret with these coefficients (ternary, or small Gaussian), with its
+// NTT forms on every key limb of `context`.
+SecretKey make_secret_key(const Context& context, std::vector<std::int8_t> coefficients);
+
+// Fills the uniform half `a` of a seeded object from Csprng(seed): the blocks
+// in order, within each block key limbs 0..limbs-1 in order, each limb N words
+// uniform below its prime (Csprng::fill_uniform). A block is limbs x N words,
+// contiguous. Key generation, symmetric encryption and the loaders all call
+// it, so a stored seed gives back the same residues bit for bit.
+void expand_uniform(const Context& context, const Seed& seed, int limbs, std::span<u64* const> blocks);
 
 class KeyGenerator {
  public:

@@ -24,6 +24,8 @@ class Csprng {
 
   void fill(void* out, std::size_t bytes);
   std::uint64_t next_u64();
+  // 32 bytes of the stream: the seed of another, independent Csprng.
+  Seed next_seed();
   // Uniform in [0, bound) by rejection; bound >= 1.
   std::uint64_t uniform(std::uint64_t bound);
   // Fills `out` with values uniform in [0, bound), bound >= 1: masked

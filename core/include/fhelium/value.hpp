@@ -29,6 +29,9 @@ struct ValueState {
 
   // Limbs per component: level + 1, plus the special primes for basis QP.
   int limbs(const Context& context) const;
+  // The key limb (index into Context::key_modulus) of limb `limb`: q_0..q_level,
+  // then the P primes for basis QP.
+  int key_limb(const Context& context, int limb) const;
   std::size_t words(const Context& context) const;
   std::string describe() const;
   bool operator==(const ValueState&) const = default;

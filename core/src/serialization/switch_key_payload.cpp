@@ -1,0 +1,81 @@
+#include "serialization/switch_key_payload.hpp"
+
+#include "fhelium/error.hpp"
+
+namespace fhelium::serialization {
+namespace {
+
+std::size_t limb_bytes(const Context& ctx) { return ctx.ring_degree() * sizeof(u64); }
+std::size_t half_bytes(const Context& ctx) { return static_cast<std::size_t>(ctx.key_limbs()) * limb_bytes(ctx); }
+std::size_t key_words(const Context& ctx) {
+  return static_cast<std::size_t>(ctx.key_digits()) * 2 * static_cast<std::size_t>(ctx.key_limbs()) * ctx.ring_degree();
+}
+
+// b_j or a_j of digit j, key_limbs x N words.
+template <class Word>
+Word* half(const Context& ctx, Word* data, int digit, int which) {
+  return data + (2 * static_cast<std::size_t>(digit) + static_cast<std::size_t>(which)) *
+                    static_cast<std::size_t>(ctx.key_limbs()) * ctx.ring_degree();
+}
+
+}  // namespace
+
+void check_saving_switch_key(const Context& ctx, const HostSwitchKey& key, const std::string& what) {
+  if (key.context_id != ctx.id() || key.digits != ctx.key_digits() || key.data.size() != key_words(ctx)) {
+    throw StateError("cannot save " + what + " of context " + std::to_string(key.context_id) + " with " +
+                     std::to_string(key.digits) + " digits and " + std::to_string(key.data.size()) +
+                     " words: expected context " + std::to_string(ctx.id()) + ", " + std::to_string(ctx.key_digits()) +
+                     " digits, " + std::to_string(key_words(ctx)) + " words");
+  }
+}
+
+std::uint64_t switch_key_payload_bytes(const Context& ctx, bool seeded) {
+  const auto digits = static_cast<std::uint64_t>(ctx.key_digits());
+  return seeded ? digits * half_bytes(ctx) + sizeof(Seed) : 2 * digits * half_bytes(ctx);
+}
+
+std::vector<ConstSegment> switch_key_segments(const Context& ctx, const HostSwitchKey& key) {
+  if (!key.a_seed) return {{key.data.data(), key.data.size() * sizeof(u64)}};
+  std::vector<ConstSegment> segments;
+  for (int j = 0; j < key.digits; ++j) segments.push_back({half(ctx, key.data.data(), j, 0), half_bytes(ctx)});
+  segments.push_back({key.a_seed->data(), key.a_seed->size()});
+  return segments;
+}
+
+HostSwitchKey empty_switch_key(const Context& ctx, std::uint32_t galois_element) {
+  HostSwitchKey key;
+  key.context_id = ctx.id();
+  key.digits = ctx.key_digits();
+  key.galois_element = galois_element;
+  resize_for_load(key.data, key_words(ctx));
+  return key;
+}
+
+std::vector<Segment> switch_key_segments(const Context& ctx, HostSwitchKey& key, bool seeded, Seed& seed) {
+  std::vector<Segment> segments;
+  for (int j = 0; j < key.digits; ++j) {
+    for (int which = 0; which < (seeded ? 1 : 2); ++which) {
+      u64* first = half(ctx, key.data.data(), j, which);
+      for (int limb = 0; limb < ctx.key_limbs(); ++limb) {
+        segments.push_back({first + static_cast<std::size_t>(limb) * ctx.ring_degree(), limb_bytes(ctx),
+                            ctx.key_modulus(limb).value, 2 * j + which, limb});
+      }
+    }
+  }
+  if (seeded) segments.push_back({seed.data(), seed.size()});
+  return segments;
+}
+
+void finish_switch_key(const Context& ctx, HostSwitchKey& key, bool seeded, const Seed& seed) {
+  if (!seeded) return;
+  std::vector<u64*> blocks;
+  for (int j = 0; j < key.digits; ++j) blocks.push_back(half(ctx, key.data.data(), j, 1));
+  expand_uniform(ctx, seed, ctx.key_limbs(), blocks);
+  key.a_seed = seed;
+}
+
+std::string describe_switch_key_part(int part, int limb) {
+  return "digit " + std::to_string(part / 2) + (part % 2 == 0 ? " b" : " a") + ", key limb " + std::to_string(limb);
+}
+
+}  // namespace fhelium::serialization
