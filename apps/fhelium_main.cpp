@@ -1,4 +1,5 @@
-// The `fhelium` command-line tool: demo, params, backends, run, bench.
+// The `fhelium` command-line tool: demo, params, backends, run, bench, and the
+// client's keygen, encrypt and decrypt.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "bench_command.hpp"
+#include "client_commands.hpp"
 #include "demo.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
@@ -90,7 +92,14 @@ int describe_preset(const std::string& name) {
 }
 
 int print_backends() {
-  for (const auto& info : list_backends()) {
+  const auto found = list_backends();
+  if (found.empty()) {
+    std::printf("no backend plugin (libfhelium-backend-NAME.so) found; searched:\n");
+    for (const auto& folder : backend_search_path({})) std::printf("  %s\n", folder.c_str());
+    std::printf("set FHELIUM_BACKEND_PATH to add folders\n");
+    return 1;
+  }
+  for (const auto& info : found) {
     if (!info.error.empty()) {
       std::printf("%-10s %s\n  error: %s\n", info.name.empty() ? "?" : info.name.c_str(), info.path.c_str(),
                   info.error.c_str());
@@ -134,8 +143,18 @@ int main(int argc, char** argv) {
   auto* run_cmd = app.add_subcommand("run", "Run a YAML pipeline, print a summary and write a JSON report");
   run_cmd->add_option("pipeline", run.pipeline, "The pipeline file (docs/pipelines.md)")->required();
   run_cmd->add_option("--backend", run.backend, "Backend name or plugin path (overrides backend.name)");
-  run_cmd->add_option("-o,--output", run.output,
-                      "Report file (default: outputs.report.file, else NAME.report.json; '-' for stdout)");
+  std::vector<std::string> run_outputs;  // the report file, and with --keys NAME=FILE ciphertexts
+  run_cmd->add_option("-o,--output", run_outputs,
+                      "Report file (default: outputs.report.file, else NAME.report.json; '-' for stdout); with --keys, "
+                      "NAME=FILE writes output NAME as a ciphertext file (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run_cmd->add_option("--keys", run.keys_dir,
+                      "The server side: evaluation keys from this folder (fhelium keygen), no secret key; inputs from "
+                      "--input, outputs to --output NAME=FILE");
+  run_cmd->add_option("--input", run.inputs, "With --keys: NAME=FILE, an encrypted input as a ciphertext file")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->add_option("--set", run.sets, "Override a key: KEY=VALUE, e.g. execution.mode=graph (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -162,13 +181,55 @@ int main(int argc, char** argv) {
     return list;
   }());
 
+  fhelium::apps::KeygenOptions keygen;
+  auto* keygen_cmd = app.add_subcommand(
+      "keygen", "Make a secret key (mode 0600), a public key and evaluation keys in a folder, with their sizes");
+  keygen_cmd->add_option("--params", keygen.params, "A preset name or a parameters file");
+  keygen_cmd->add_option("--for", keygen.pipeline, "Exactly the evaluation keys this pipeline needs");
+  keygen_cmd->add_option("--rotations", keygen.rotations, "Without --for: rotation steps (comma-separated)")
+      ->delimiter(',');
+  keygen_cmd->add_flag("--conjugation", keygen.conjugation, "Without --for: a conjugation key");
+  keygen_cmd->add_flag("--compress", keygen.compress, "zstd-compress the keys");
+  keygen_cmd->add_option("--out", keygen.out, "The folder written")->required();
+
+  fhelium::apps::EncryptOptions encrypt;
+  auto* encrypt_cmd = app.add_subcommand("encrypt", "Encrypt numbers (.csv or .json) with a public key");
+  encrypt_cmd->add_option("--public-key", encrypt.public_key, "The public key file")->required();
+  encrypt_cmd->add_option("--params", encrypt.params, "Parameters (default: params.fhe beside the public key)");
+  encrypt_cmd->add_option("--in", encrypt.in, "The values: a CSV file or a JSON array")->required();
+  encrypt_cmd->add_option("--out", encrypt.out, "The ciphertext file written")->required();
+  encrypt_cmd->add_option("--level", encrypt.level, "Encryption level (default: the top)");
+  encrypt_cmd->add_flag("--compress", encrypt.compress, "zstd-compress the ciphertext");
+
+  fhelium::apps::DecryptOptions decrypt;
+  auto* decrypt_cmd = app.add_subcommand("decrypt", "Decrypt a ciphertext file with the secret key into CSV");
+  decrypt_cmd->add_option("--secret-key", decrypt.secret_key, "The secret key file")->required();
+  decrypt_cmd->add_option("--params", decrypt.params, "Parameters (default: params.fhe beside the secret key)");
+  decrypt_cmd->add_option("--in", decrypt.in, "The ciphertext file")->required();
+  decrypt_cmd->add_option("--out", decrypt.out, "The CSV written (slot,value)")->required();
+  decrypt_cmd->add_option("--count", decrypt.count, "Slots written (default: all)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return fhelium::apps::run_demo(demo);
     if (*params_cmd) return params_name.empty() ? list_presets() : describe_preset(params_name);
     if (*backends_cmd) return print_backends();
-    if (*run_cmd) return fhelium::apps::run_pipeline_command(run);
+    if (*run_cmd) {
+      for (const std::string& v : run_outputs) {
+        if (v.find('=') != std::string::npos) {
+          run.outputs.push_back(v);
+        } else if (run.output.empty()) {
+          run.output = v;
+        } else {
+          throw fhelium::InvalidArgumentError("--output names two report files: '" + run.output + "' and '" + v + "'");
+        }
+      }
+      return fhelium::apps::run_pipeline_command(run);
+    }
     if (*bench_cmd) return fhelium::apps::run_bench_command(bench);
+    if (*keygen_cmd) return fhelium::apps::run_keygen(keygen);
+    if (*encrypt_cmd) return fhelium::apps::run_encrypt(encrypt);
+    if (*decrypt_cmd) return fhelium::apps::run_decrypt(decrypt);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fhelium: %s\n", one_line(e.what()).c_str());
     return 2;

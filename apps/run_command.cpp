@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "backend_choice.hpp"
 #include "fhelium/error.hpp"
@@ -35,7 +36,7 @@ void print_plan(std::FILE* out, const PipelineSpec& spec, const PipelinePlan& pl
   }
 }
 
-void print_summary(std::FILE* out, const PipelineReport& r) {
+void print_summary(std::FILE* out, const PipelineReport& r, bool server) {
   const auto& p = r.parameters;
   std::fprintf(out, "pipeline %s (%s)\n", r.name.c_str(), r.file.c_str());
   std::fprintf(
@@ -56,8 +57,15 @@ void print_summary(std::FILE* out, const PipelineReport& r) {
     if (s.error) std::fprintf(out, "  max error %.2e (%.1f bits)", s.error->max, s.error->bits);
     std::fprintf(out, "\n");
   }
-  std::fprintf(out, "  outputs (error against the same calculation in double precision):\n");
+  if (server) {
+    std::fprintf(out, "  outputs (ciphertexts: this side holds no secret key):\n");
+    for (const OutputReport& o : r.outputs) {
+      if (!o.file.empty()) std::fprintf(out, "    %-16s level %2d  -> %s\n", o.name.c_str(), o.level, o.file.c_str());
+    }
+  }
+  std::fprintf(out, server ? "" : "  outputs (error against the same calculation in double precision):\n");
   for (const OutputReport& o : r.outputs) {
+    if (server) break;
     std::fprintf(out, "    %-16s %5zu slots  max %.2e  mean %.2e  rms %.2e  %.1f bits", o.name.c_str(), o.count,
                  o.error.max, o.error.mean, o.error.rms, o.error.bits);
     if (o.bound) std::fprintf(out, "  bound %.0e %s", *o.bound, o.within_bound ? "ok" : "EXCEEDED");
@@ -73,6 +81,32 @@ void print_summary(std::FILE* out, const PipelineReport& r) {
   std::fprintf(out, "\n  peak memory: backend %s, process %s; wall %.2f s\n",
                r.backend_peak_bytes ? megabytes(r.backend_peak_bytes).c_str() : "not reported",
                megabytes(r.process_peak_bytes).c_str(), r.wall_seconds);
+}
+
+// NAME=FILE arguments of --input and --output.
+std::map<std::string, std::string> name_to_file(const std::vector<std::string>& args, const char* flag) {
+  std::map<std::string, std::string> out;
+  for (const std::string& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size()) {
+      throw InvalidArgumentError(std::string(flag) + " '" + a + "': expected NAME=FILE");
+    }
+    if (!out.emplace(a.substr(0, eq), a.substr(eq + 1)).second) {
+      throw InvalidArgumentError(std::string(flag) + " names '" + a.substr(0, eq) + "' twice");
+    }
+  }
+  return out;
+}
+
+ServerSide server_side(const RunCommandOptions& options) {
+  ServerSide server;
+  server.keys_dir = options.keys_dir;
+  server.input_ciphertexts = name_to_file(options.inputs, "--input");
+  server.output_ciphertexts = name_to_file(options.outputs, "--output");
+  if (server.output_ciphertexts.empty()) {
+    throw InvalidArgumentError("--keys: the server side needs at least one --output NAME=FILE (a ciphertext file)");
+  }
+  return server;
 }
 
 }  // namespace
@@ -101,13 +135,18 @@ int run_pipeline_command(const RunCommandOptions& options) {
     return chosen.backend;
   };
   run.progress = [&printer](const ProgressEvent& e) { printer(e); };
+  if (!options.keys_dir.empty()) {
+    run.server = server_side(options);
+  } else if (!options.inputs.empty() || !options.outputs.empty()) {
+    throw InvalidArgumentError("--input NAME=FILE and --output NAME=FILE are the server side's: they need --keys DIR");
+  }
   const std::filesystem::path report_file(report_path);
   run.output_dir = report_to_stdout || !report_file.has_parent_path() ? "." : report_file.parent_path().string();
   PipelineReport report = run_pipeline(spec, run);
   printer.finish();
   report.backend_devices = devices;
   if (!note.empty()) std::fprintf(human, "%s\n", note.c_str());
-  print_summary(human, report);
+  print_summary(human, report, run.server.has_value());
   const std::string json = report.to_json();
   if (report_to_stdout) {
     std::cout << json;

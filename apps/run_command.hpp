@@ -11,6 +11,9 @@ struct RunCommandOptions {
   std::string pipeline;           // the YAML file
   std::string backend;            // overrides the file's backend.name when set
   std::string output;             // the report file ("-": stdout); default from the file
+  std::string keys_dir;           // the server side: evaluation keys from here, no secret key
+  std::vector<std::string> inputs;   // the server side: NAME=FILE input ciphertexts
+  std::vector<std::string> outputs;  // the server side: NAME=FILE output ciphertexts
   std::vector<std::string> sets;  // KEY=VALUE overrides
   bool check_only = false;        // parse and plan only: no keys, no encryption
   bool quiet = false;             // no progress output

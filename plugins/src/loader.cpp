@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <boost/dll/runtime_symbol_info.hpp>
+
 #include "fhelium/error.hpp"
 #include "plugin_backend.hpp"
 #include "plugin_library.hpp"
@@ -52,6 +54,10 @@ std::vector<std::string> backend_search_path(const LoadOptions& options) {
     }
   }
   path.push_back(FHELIUM_BUILD_PLUGIN_DIR);
+  // Where an installed program's plugins are, wherever the tree was moved.
+  std::error_code ec;
+  const fs::path program = boost::dll::program_location(ec);
+  if (!ec) path.push_back((program.parent_path() / FHELIUM_PLUGIN_DIR_FROM_BIN).lexically_normal().string());
   path.push_back(FHELIUM_INSTALL_PLUGIN_DIR);
   return path;
 }

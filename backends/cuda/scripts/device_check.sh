@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|ab ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|client-server|ab ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -145,6 +145,15 @@ for step in $steps; do
       # The first line names the backend; the tables follow.
       cmp -s <(tail -n +2 "$out/accuracy-cpu.md") <(tail -n +2 "$out/accuracy-cuda.md") &&
         echo "accuracy: cpu and cuda tables identical" || echo "accuracy: cpu and cuda tables DIFFER"
+      ;;
+    client-server)
+      # The client/server example with the server on cpu and on cuda: the same
+      # output ciphertext bytes, the decrypted result within its bound.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      timeout 300 examples/client-server/run.sh "$bundle/apps/fhelium" cpu,cuda "$(mktemp -d)" \
+        > "$out/client-server.log" 2>&1
+      echo "client-server rc=$?"
+      grep -E "byte-identical|differs|client/server:" "$out/client-server.log"
       ;;
     ab)
       # A same-call A/B of an environment switch in one benchmark binary (it

@@ -16,8 +16,10 @@
 #include "fhelium/keys.hpp"
 #include "fhelium/random.hpp"
 #include "fhelium/runtime/graph_program.hpp"
+#include "fhelium/runtime/key_folder.hpp"
 #include "fhelium/runtime/program.hpp"
 #include "fhelium/security.hpp"
+#include "fhelium/serialization.hpp"
 #include "pipeline_internal.hpp"
 
 namespace fhelium::runtime {
@@ -93,12 +95,17 @@ class Runner {
     }
     engine_ = std::make_unique<Engine>(context_, backend);
     report_.backend = backend->name();
-    rng_ =
-        spec_.execution.seed ? std::make_unique<Csprng>(seed_from(*spec_.execution.seed)) : std::make_unique<Csprng>();
-    make_keys();
     encoder_ = std::make_unique<Encoder>(context_);
-    encryptor_ = std::make_unique<Encryptor>(context_, *rng_);
-    decryptor_ = std::make_unique<Decryptor>(context_);
+    if (server()) {
+      load_keys();
+      load_inputs();
+    } else {
+      rng_ = spec_.execution.seed ? std::make_unique<Csprng>(seed_from(*spec_.execution.seed))
+                                  : std::make_unique<Csprng>();
+      make_keys();
+      encryptor_ = std::make_unique<Encryptor>(context_, *rng_);
+      decryptor_ = std::make_unique<Decryptor>(context_);
+    }
 
     switch (spec_.execution.mode) {
       case ExecutionMode::eager:
@@ -149,6 +156,74 @@ class Runner {
 
   // ---- keys and inputs ----
 
+  const ServerSide* server() const { return options_.server ? &*options_.server : nullptr; }
+
+  // The server side: exactly the evaluation keys the plan needs, from the key folder.
+  void load_keys() {
+    const auto start = Clock::now();
+    const std::filesystem::path dir(server()->keys_dir);
+    if (c_.plan.relinearization_key) {
+      const HostSwitchKey key =
+          load_relinearization_key_file((dir / key_folder::relinearization_key).string(), *context_);
+      report_.key_bytes += key.data.size() * sizeof(u64);
+      rk_ = engine_->upload_relinearization_key(key);
+    }
+    std::set<std::uint32_t> elements;
+    for (long step : c_.plan.rotation_steps) elements.insert(context_->galois_element(step));
+    if (c_.plan.conjugation_key) elements.insert(context_->conjugation_element());
+    std::vector<HostSwitchKey> galois;
+    if (!elements.empty()) {
+      const std::string path = (dir / key_folder::galois_keys).string();
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw Error("the pipeline needs Galois keys and '" + path + "' cannot be opened");
+      GaloisKeyFile file(in, *context_);
+      for (std::uint32_t e : elements) galois.push_back(file.load(e));
+    }
+    for (const HostSwitchKey& key : galois) report_.key_bytes += key.data.size() * sizeof(u64);
+    gk_ = engine_->upload_galois_keys(galois);
+    engine_->backend().synchronize();
+    report_.keygen_ms = ms_since(start);
+  }
+
+  // The server side: every encrypted input the calculation reads, from its
+  // ciphertext file, in the state the plan gives it.
+  void load_inputs() {
+    std::set<std::string> inputs;
+    for (const IrValue& v : c_.values) {
+      if (v.kind != ValueKind::input) continue;
+      inputs.insert(v.name);
+      const auto file = server()->input_ciphertexts.find(v.name);
+      if (file == server()->input_ciphertexts.end()) {
+        throw InvalidArgumentError("input '" + v.name + "' is encrypted and has no ciphertext file: pass --input " +
+                                   v.name + "=FILE");
+      }
+      HostValue ct = load_ciphertext_file(file->second, *context_);
+      const ValueState& got = ct.state;
+      if (got.level != v.state.level || !same_scale(got.scale, v.state.scale) ||
+          got.components != v.state.components) {
+        throw StateError("ciphertext file '" + file->second + "' for input '" + v.name + "' is " + got.describe() +
+                         ", expected level " + std::to_string(v.state.level) + " and scale 2^" +
+                         std::to_string(std::log2(v.state.scale)) + " as the pipeline encrypts it");
+      }
+      loaded_inputs_[v.name] = std::move(ct);
+    }
+    for (const auto& [name, file] : server()->input_ciphertexts) {
+      if (!inputs.count(name)) {
+        throw InvalidArgumentError("--input " + name + "=" + file + ": the pipeline has no encrypted input '" + name +
+                                   "'");
+      }
+    }
+    for (const auto& entry : server()->output_ciphertexts) {
+      const std::string& name = entry.first;
+      const bool known = std::any_of(spec_.outputs.begin(), spec_.outputs.end(),
+                                     [&](const OutputSpec& o) { return o.name == name || o.value == name; });
+      if (!known) {
+        throw InvalidArgumentError("--output " + name + "=" + entry.second + ": the pipeline has no output '" + name +
+                                   "'");
+      }
+    }
+  }
+
   void make_keys() {
     const auto start = Clock::now();
     KeyGenerator keygen(context_, *rng_);
@@ -182,6 +257,10 @@ class Runner {
     for (std::size_t id = 0; id < c_.values.size(); ++id) {
       const IrValue& v = c_.values[id];
       if (v.kind != ValueKind::input) continue;
+      if (server()) {
+        out[static_cast<int>(id)] = engine_->upload_ciphertext(loaded_inputs_.at(v.name));
+        continue;
+      }
       const HostValue pt =
           encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], v.state.level, v.state.scale);
       out[static_cast<int>(id)] = engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_));
@@ -244,7 +323,7 @@ class Runner {
       report_.total_ms.push_back(ms_since(run_start));
       const bool last = rep + 1 == total;
       collect_outputs([&](int ir) { return engine_->download(values[static_cast<std::size_t>(ir)]); });
-      if (last && spec_.report.step_errors) {
+      if (last && spec_.report.step_errors && !server()) {
         for (std::size_t s = 0; s < steps; ++s) {
           Slots expected, actual;
           std::vector<std::size_t> slots;
@@ -579,6 +658,10 @@ class Runner {
       decrypted_.resize(spec_.outputs.size());
     }
     const auto start = Clock::now();
+    if (server()) {
+      save_outputs(download);
+      return;
+    }
     for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
       const OutputSpec& o = spec_.outputs[k];
       const NamedValue& nv = c_.named.at(o.value);
@@ -592,9 +675,28 @@ class Runner {
     decrypt_ms_.push_back(ms_since(start));
   }
 
+  // The server side: each output named on the command line, as a ciphertext
+  // file (every repetition computes the same values; the last one is kept).
+  template <class Download>
+  void save_outputs(Download download) {
+    for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
+      const OutputSpec& o = spec_.outputs[k];
+      auto file = server()->output_ciphertexts.find(o.name);
+      if (file == server()->output_ciphertexts.end()) file = server()->output_ciphertexts.find(o.value);
+      if (file == server()->output_ciphertexts.end()) continue;
+      save_ciphertext_file(file->second, *context_, download(c_.named.at(o.value).ir));
+      outputs_[k].file = file->second;
+    }
+  }
+
   void finish_outputs() {
     report_.total_median_ms = median(report_.total_ms);
     report_.decrypt_ms = median(decrypt_ms_);
+    if (server()) {
+      for (OutputReport& r : outputs_) r.error.max = 0;  // nothing decrypted: no error to report
+      report_.outputs = std::move(outputs_);
+      return;
+    }
     for (std::size_t k = 0; k < outputs_.size(); ++k) {
       OutputReport& r = outputs_[k];
       const OutputSpec& o = spec_.outputs[k];
@@ -663,6 +765,7 @@ class Runner {
   std::vector<OutputReport> outputs_;
   std::vector<Slots> decrypted_;
   std::vector<double> decrypt_ms_;
+  std::map<std::string, HostValue> loaded_inputs_;  // the server side's input ciphertexts
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -266,11 +267,22 @@ struct ProgressEvent {
 
 using BackendFactory = std::function<std::shared_ptr<Backend>(const BackendSpec&)>;
 
+// The server side of a client/server run: no secret key exists. Evaluation
+// keys come from `keys_dir` (fhelium/runtime/key_folder.hpp), every encrypted
+// input from its ciphertext file, and outputs are written as ciphertext files
+// instead of being decrypted and compared (their reports carry no errors).
+struct ServerSide {
+  std::string keys_dir;
+  std::map<std::string, std::string> input_ciphertexts;   // input name -> file
+  std::map<std::string, std::string> output_ciphertexts;  // output name -> file
+};
+
 struct RunOptions {
   BackendFactory backend_factory;                      // required
   std::function<void(const ProgressEvent&)> progress;  // optional
   std::string output_dir = ".";                        // relative output files are written here
   bool write_files = true;                             // write the outputs' files
+  std::optional<ServerSide> server;                    // set: the server side, with no secret key
 };
 
 // A JSON document laid out as reports are: indented, numbers in their
