@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "fuzz/fuzz_context.hpp"
+#include "expectations.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::test {
@@ -69,19 +70,6 @@ class PipeBuf : public std::streambuf {
   std::string bytes_;
 };
 
-template <class Error, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected another error type, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "no error thrown";
-  return {};
-}
 
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
