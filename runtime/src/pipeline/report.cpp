@@ -115,7 +115,7 @@ std::string PipelineReport::to_json() const {
                                         {"log2_scale", std::log2(r.scale)},
                                         {"count", r.count},
                                         {"stride", r.stride},
-                                        {"error", errors(r.error)},
+                                        {"error", r.decrypted ? json::value(errors(r.error)) : json::value(nullptr)},
                                         {"max_error_bound", optional_number(r.bound)},
                                         {"within_bound", r.within_bound},
                                         {"file", r.file.empty() ? json::value(nullptr) : json::value(r.file)},

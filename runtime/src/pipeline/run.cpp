@@ -693,7 +693,10 @@ class Runner {
     report_.total_median_ms = median(report_.total_ms);
     report_.decrypt_ms = median(decrypt_ms_);
     if (server()) {
-      for (OutputReport& r : outputs_) r.error.max = 0;  // nothing decrypted: no error to report
+      for (OutputReport& r : outputs_) {
+        r.decrypted = false;
+        r.error = {};
+      }
       report_.outputs = std::move(outputs_);
       return;
     }

@@ -211,7 +211,8 @@ struct OutputReport {
   double scale = 0;
   std::size_t count = 0;
   std::size_t stride = 1;
-  ErrorStats error;  // the worst repetition
+  ErrorStats error;       // the worst repetition
+  bool decrypted = true;  // false on the server side: no secret key, no error
   std::optional<double> bound;
   bool within_bound = true;
   std::string file;            // written to, if any
