@@ -110,6 +110,14 @@ inline double max_error(const Message& expected, const Message& actual) {
   return e;
 }
 
+// Largest difference of the real parts: what a user who encodes real numbers
+// reads back (SEAL's decode into doubles drops the imaginary parts).
+inline double max_real_error(const Message& expected, const Message& actual) {
+  double e = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) e = std::max(e, std::abs(expected[i].real() - actual[i].real()));
+  return e;
+}
+
 inline Message rotate_left(const Message& m, long step) {
   const auto n = static_cast<long>(m.size());
   Message out(m.size());
