@@ -55,7 +55,7 @@ int run_demo(const DemoOptions& options) {
                                 "1 + x + x^2/2 + x^3/6 (polynomial)"};
   for (std::size_t i = 0; i < r.outputs.size(); ++i) {
     const OutputReport& o = r.outputs[i];
-    std::printf("  %-40s level %d  max error %.3e  (bound %.0e)\n", i < 4 ? descriptions[i] : o.name.c_str(), o.level,
+    std::printf("  %-40s level %d  max error %.3e  (bound %.3g)\n", i < 4 ? descriptions[i] : o.name.c_str(), o.level,
                 o.error.max, o.bound.value_or(0));
   }
   std::printf("%s in %.2f s\n", r.ok ? "all errors within bounds" : "ERROR: an error exceeds its bound",

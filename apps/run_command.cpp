@@ -46,6 +46,14 @@ void print_summary(std::FILE* out, const PipelineReport& r, bool server) {
       r.preset.empty() ? "explicit parameters" : r.preset.c_str(), static_cast<unsigned long long>(p.ring_degree()),
       p.max_level(), r.log_qp, r.security_budget ? std::to_string(*r.security_budget).c_str() : "none",
       to_string(r.mode).c_str(), r.repetitions, r.repetitions == 1 ? "" : "s");
+  if (!r.security_budget || r.log_qp > *r.security_budget) {
+    char why[128] = "the security table has no entry for them";
+    if (r.security_budget) {
+      std::snprintf(why, sizeof why, "log2(QP) %.1f exceeds the budget %d", r.log_qp, *r.security_budget);
+    }
+    std::fprintf(out, "  these parameters are below %d-bit security (%s); allow_insecure is set\n", p.security_bits,
+                 why);
+  }
   std::fprintf(out, "  keys: relinearization %s, conjugation %s, %zu rotations, %s, %.0f ms\n",
                r.relinearization_key ? "yes" : "no", r.conjugation_key ? "yes" : "no", r.rotation_steps.size(),
                megabytes(r.key_bytes).c_str(), r.keygen_ms);
@@ -68,7 +76,7 @@ void print_summary(std::FILE* out, const PipelineReport& r, bool server) {
     if (server) break;
     std::fprintf(out, "    %-16s %5zu slots  max %.2e  mean %.2e  rms %.2e  %.1f bits", o.name.c_str(), o.count,
                  o.error.max, o.error.mean, o.error.rms, o.error.bits);
-    if (o.bound) std::fprintf(out, "  bound %.0e %s", *o.bound, o.within_bound ? "ok" : "EXCEEDED");
+    if (o.bound) std::fprintf(out, "  bound %.3g %s", *o.bound, o.within_bound ? "ok" : "EXCEEDED");
     if (!o.file.empty()) std::fprintf(out, "  -> %s", o.file.c_str());
     std::fprintf(out, "\n");
   }

@@ -49,7 +49,12 @@ void check_security(SecretDistribution secret, int security_bits, std::uint64_t 
     throw SecurityError(msg.str());
   }
   if (log_qp > *budget) {
-    msg.precision(1);
+    // Enough digits that the value never prints as the budget it exceeds.
+    int digits = 1;
+    while (digits < 9 && std::abs(std::round(log_qp * std::pow(10.0, digits)) - *budget * std::pow(10.0, digits)) < 0.5) {
+      ++digits;
+    }
+    msg.precision(digits);
     msg << std::fixed << "parameters are insecure: log2(QP) = " << log_qp << " exceeds the maximum "
         << *budget << " for ring degree " << ring_degree << ", " << to_string(secret) << " secret, "
         << security_bits << "-bit security (HE security guidelines 2025); use fewer or smaller primes, "

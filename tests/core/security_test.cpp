@@ -48,6 +48,16 @@ TEST(SecurityTest, CheckSecurity) {
   EXPECT_NO_THROW(check_security(SecretDistribution::gaussian, 128, 1 << 14, 432.0));
 }
 
+// A value just over the budget never prints as the budget itself.
+TEST(SecurityTest, RefusalShowsTheDigitsThatExceedTheBudget) {
+  try {
+    check_security(SecretDistribution::ternary, 128, 1 << 14, 430.0004);
+    FAIL() << "expected SecurityError";
+  } catch (const SecurityError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("log2(QP) = 430.0004 exceeds the maximum 430"));
+  }
+}
+
 TEST(SecurityTest, EveryPresetBuildsWithinItsBudget) {
   const auto names = preset_names();
   EXPECT_EQ(names.size(), 9u);

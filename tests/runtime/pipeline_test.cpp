@@ -131,6 +131,32 @@ TEST(PipelineParse, OverridesSetKeysByPath) {
 
 // ---- bad input: refused before any backend, key or ciphertext exists ----
 
+TEST(PipelineRefusal, DuplicateKeysNameBothLines) {
+  const std::string text = kSmallParams +
+                           "inputs:\n"
+                           "  x: {random: {distribution: uniform, range: [-1, 1], length: 8, seed: 1}}\n"
+                           "steps:\n"
+                           "  - {name: y, op: add, args: [x, x]}\n"
+                           "params: slots8192_scale40_levels7\n";
+  EXPECT_EQ(refusal(text),
+            "test.yaml:6:1: key 'params': duplicate key 'params': given at line 1 and again at line 6; remove one");
+  EXPECT_EQ(refusal(kSmallParams + "inputs:\n  x: {random: {length: 8, seed: 1, seed: 2}}\n"),
+            "test.yaml:3:36: key 'inputs.x.random.seed': duplicate key 'seed': given at line 3 and again at line 3; "
+            "remove one");
+}
+
+TEST(PipelineRefusal, AliasesExpandingBeyondAnyPipelineAreRefusedQuickly) {
+  // 40 KB of text that aliases would expand into an 8192 x 8192 matrix.
+  std::string row, rows;
+  for (int i = 0; i < 8192; ++i) {
+    row += i ? ",1" : "1";
+    rows += i ? ",*r" : "*r";
+  }
+  const std::string text =
+      kSmallParams + "defs: &r [" + row + "]\nsteps:\n  - {name: y, op: matvec, matrix: [" + rows + "]}\n";
+  EXPECT_NE(refusal(text).find("expands to more than 4000000 YAML values"), std::string::npos);
+}
+
 TEST(PipelineRefusal, YamlSyntaxErrorNamesLineColumnAndKey) {
   EXPECT_EQ(
       refusal(kSmallParams + "inputs:\n  x: [1, 2, 3\nsteps:\n  - {name: y, op: negate, args: [x]}\n"),

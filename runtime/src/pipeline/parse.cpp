@@ -529,7 +529,7 @@ void parse_backend(const Y& y, BackendSpec& backend) {
 
 std::vector<int> bit_list(const Y& y) {
   std::vector<int> out;
-  for (const Y& item : y.items()) out.push_back(item.integer_in(10, 62));
+  for (const Y& item : y.items()) out.push_back(item.integer_in(20, 61));  // the core's prime sizes
   if (out.empty()) y.fail("expected at least one prime size");
   return out;
 }
@@ -1053,6 +1053,44 @@ std::optional<std::pair<int, int>> unclosed_flow(const std::string& text, int li
   return open.back();
 }
 
+// More YAML nodes than any pipeline needs (a matrix of 8192 x 8 values is
+// 65,536): a file whose aliases repeat a large value is refused before
+// anything expands it further.
+constexpr std::size_t max_yaml_nodes = 4'000'000;
+
+// Refuses a key given twice in one map (yaml-cpp keeps the first one
+// silently), naming both lines, and a document over max_yaml_nodes.
+void check_document(const YAML::Node& node, const std::string& path, const std::string& file, std::size_t& visits) {
+  const auto mark = [&](const YAML::Node& n) {
+    return SourceMark{file, n.Mark().is_null() ? 0 : n.Mark().line + 1, n.Mark().is_null() ? 0 : n.Mark().column + 1};
+  };
+  if (++visits > max_yaml_nodes) {
+    throw PipelineError(mark(node), path,
+                        "the document expands to more than " + std::to_string(max_yaml_nodes) +
+                            " YAML values (aliases repeating a large value?); no pipeline needs that many");
+  }
+  if (node.IsMap()) {
+    std::map<std::string, int> lines;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar()) continue;  // the key's own check names it
+      const std::string key = it->first.Scalar();
+      const std::string child = path.empty() ? key : path + "." + key;
+      const int line = mark(it->first).line;
+      const auto [first, fresh] = lines.emplace(key, line);
+      if (!fresh) {
+        throw PipelineError(mark(it->first), child,
+                            "duplicate key '" + key + "': given at line " + std::to_string(first->second) +
+                                " and again at line " + std::to_string(line) + "; remove one");
+      }
+      check_document(it->second, child, file, visits);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      check_document(node[i], path + "[" + std::to_string(i) + "]", file, visits);
+    }
+  }
+}
+
 }  // namespace
 
 PipelineSpec parse_pipeline(const std::string& yaml_text, const std::string& file_name,
@@ -1084,6 +1122,8 @@ PipelineSpec parse_pipeline(const std::string& yaml_text, const std::string& fil
   if (root.IsNull() || !root.IsDefined()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap())
     throw PipelineError({file_name, 1, 1}, "", "a pipeline file is a map with params, inputs and steps");
+  std::size_t visits = 0;
+  check_document(root, "", file_name, visits);
   for (const auto& text : overrides) {
     const std::string path = apply_override(root, text);
     doc.overrides.emplace_back(path, text);
