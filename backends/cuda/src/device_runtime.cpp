@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "ab_switch.hpp"
 #include "cuda_check.hpp"
@@ -21,13 +22,38 @@ void kernels::SideStream::join(cudaStream_t main) const {
   check(cudaStreamWaitEvent(main, join_event, 0), "cudaStreamWaitEvent (join)");
 }
 
+namespace {
+
+std::string cuda_version(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+// Why there is no device, in words a user can act on. The runtime reports a
+// machine with no NVIDIA driver at all as an insufficient driver; the driver
+// version (0 when none is installed) tells the two apart.
+std::string no_device_reason(cudaError_t error) {
+  if (error == cudaErrorInsufficientDriver) {
+    int driver = 0;
+    int runtime = 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
+    if (driver == 0) return "no NVIDIA driver on this machine (no GPU, or its driver is not installed)";
+    return "the NVIDIA driver is too old: it supports CUDA " + cuda_version(driver) + ", this build needs " +
+           cuda_version(runtime) + " (update the driver)";
+  }
+  if (error == cudaErrorNoDevice) return "the NVIDIA driver finds no CUDA GPU on this machine";
+  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+}  // namespace
+
 DeviceRuntime::DeviceRuntime(int device) : device_(device) {
   int count = 0;
   const cudaError_t counted = cudaGetDeviceCount(&count);
   if (counted != cudaSuccess) {
     (void)cudaGetLastError();
     throw BackendError("cuda: no usable CUDA device for device " + std::to_string(device) + ": " +
-                       cudaGetErrorName(counted) + ": " + cudaGetErrorString(counted));
+                       no_device_reason(counted));
   }
   if (device < 0 || device >= count) {
     throw BackendError("cuda: device " + std::to_string(device) + " does not exist: " + std::to_string(count) +
