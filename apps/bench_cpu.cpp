@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   int runs = 20;
   app.add_option("--preset", presets, "Presets to measure")->expected(1, -1);
-  app.add_option("--ops", ops, "Operations to measure")->expected(1, -1);
+  app.add_option("--ops", ops, "Operations to measure (the default is every one)")->expected(1, -1)->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the backend");
   app.add_option("--runs", runs, "Timed runs per operation (after 2 warm-up runs)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

@@ -26,6 +26,12 @@ namespace {
 using namespace fhelium;
 namespace json = boost::json;
 
+// The operations bench_preset times, in its order (it checks that they agree).
+const std::vector<std::string> operation_names = {
+    "add",         "multiply",             "multiply_plain",            "rescale", "ntt_forward_ciphertext",
+    "ntt_inverse_ciphertext", "relinearize", "multiply_relinearize", "multiply_then_relinearize", "rotate",
+    "rotate_hoisted_per_rotation"};
+
 constexpr double bandwidth_bytes_per_second = 4.3e12;  // measured device-to-device copy on the H200
 
 void check(cudaError_t e, const char* what) {
@@ -232,6 +238,9 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
        }},
   };
 
+  std::vector<std::string> names;
+  for (const auto& op : ops) names.push_back(op.name);
+  if (names != operation_names) throw Error("fhelium-bench-cuda: operation_names is out of date");
   json::array results;
   for (const auto& op : ops) {
     if (!only.empty() && std::find(only.begin(), only.end(), op.name) == only.end()) continue;
@@ -290,7 +299,14 @@ int main(int argc, char** argv) {
   app.add_option("--sets", sets, "Input sets to rotate among")->check(CLI::PositiveNumber);
   app.add_option("--hoisted", hoisted, "Rotations in the hoisted batch")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "CUDA device");
-  app.add_option("--ops", only, "Only these operations (default: all)")->expected(1, -1);
+  app.add_option("--ops", only, "Only these operations (default: all)")
+      ->expected(1, -1)
+      ->check(CLI::IsMember(operation_names));
+  app.footer("Operations: " + [] {
+    std::string list;
+    for (const auto& name : operation_names) list += (list.empty() ? "" : ", ") + name;
+    return list;
+  }());
   app.add_flag("--no-graph", no_graph, "Skip the graph-replay timings");
   CLI11_PARSE(app, argc, argv);
   try {
