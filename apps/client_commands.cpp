@@ -100,8 +100,7 @@ int run_keygen(const KeygenOptions& options) {
                                  to_hex(context_fingerprint(*plan.context), 8) + ")");
     }
     relinearization = plan.relinearization_key;
-    for (long step : plan.rotation_steps) elements.insert(context->galois_element(step));
-    if (plan.conjugation_key) elements.insert(context->conjugation_element());
+    elements = runtime::galois_elements(plan);
   } else {
     if (options.params.empty()) throw InvalidArgumentError("keygen needs --params PRESET|FILE or --for PIPELINE.yaml");
     context = context_from(options.params);

@@ -168,9 +168,7 @@ class Runner {
       report_.key_bytes += key.data.size() * sizeof(u64);
       rk_ = engine_->upload_relinearization_key(key);
     }
-    std::set<std::uint32_t> elements;
-    for (long step : c_.plan.rotation_steps) elements.insert(context_->galois_element(step));
-    if (c_.plan.conjugation_key) elements.insert(context_->conjugation_element());
+    const std::set<std::uint32_t> elements = galois_elements(c_.plan);
     std::vector<HostSwitchKey> galois;
     if (!elements.empty()) {
       const std::string path = (dir / key_folder::galois_keys).string();
@@ -229,9 +227,7 @@ class Runner {
     KeyGenerator keygen(context_, *rng_);
     sk_ = std::make_unique<SecretKey>(keygen.secret_key());
     pk_ = keygen.public_key(*sk_);
-    std::set<std::uint32_t> elements;
-    for (long step : c_.plan.rotation_steps) elements.insert(context_->galois_element(step));
-    if (c_.plan.conjugation_key) elements.insert(context_->conjugation_element());
+    const std::set<std::uint32_t> elements = galois_elements(c_.plan);
     const std::size_t total = elements.size() + (c_.plan.relinearization_key ? 1 : 0);
     std::size_t done = 0;
     if (c_.plan.relinearization_key) {
@@ -772,6 +768,13 @@ class Runner {
 };
 
 }  // namespace
+
+std::set<std::uint32_t> galois_elements(const PipelinePlan& plan) {
+  std::set<std::uint32_t> elements;
+  for (long step : plan.rotation_steps) elements.insert(plan.context->galois_element(step));
+  if (plan.conjugation_key) elements.insert(plan.context->conjugation_element());
+  return elements;
+}
 
 PipelineReport run_pipeline(const PipelineSpec& spec, const RunOptions& options) {
   Runner runner(spec, options, compile_pipeline(spec));

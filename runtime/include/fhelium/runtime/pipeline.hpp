@@ -189,6 +189,10 @@ struct PipelinePlan {
 // keys. Creates no backend, no key and no ciphertext. Throws PipelineError.
 PipelinePlan plan_pipeline(const PipelineSpec& spec);
 
+// The Galois elements of the keys a plan needs: its rotation steps and, if
+// it conjugates, the conjugation element.
+std::set<std::uint32_t> galois_elements(const PipelinePlan& plan);
+
 struct ErrorStats {
   double max = 0;
   double mean = 0;
