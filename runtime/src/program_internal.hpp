@@ -34,6 +34,9 @@ std::string node_label(const Program& program, const Node& node);
 // Engine's relative tolerance).
 std::string state_difference(const ValueState& actual, const ValueState& expected);
 
+// The keys the nodes of `program` use.
+KeyRequirements key_requirements(const Program& program, const Context& context);
+
 // One argument of a node: a ciphertext, or (for constants) a plaintext.
 struct Operand {
   const Ciphertext* ciphertext = nullptr;

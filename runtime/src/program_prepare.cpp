@@ -1,14 +1,12 @@
-// Program::prepare: the program runs once through a real Engine over the
-// state-only backend, so every operation is checked by the Engine's own
-// validation and every result's state is the one the Engine computes.
+// Program::prepare: a replay of the program through the StateTracker (the
+// Engine's own rules on state only), and the keys a program needs.
 #include <algorithm>
-#include <cmath>
 #include <sstream>
 
 #include "fhelium/error.hpp"
 #include "fhelium/runtime/program.hpp"
 #include "program_internal.hpp"
-#include "state_backend.hpp"
+#include "state_tracker.hpp"
 
 namespace fhelium::runtime {
 namespace {
@@ -18,6 +16,10 @@ std::string join(const std::vector<std::string>& names) {
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
+
+}  // namespace
+
+namespace detail {
 
 KeyRequirements key_requirements(const Program& program, const Context& context) {
   const long slots = static_cast<long>(context.ring_degree() / 2);
@@ -47,28 +49,7 @@ KeyRequirements key_requirements(const Program& program, const Context& context)
   return keys;
 }
 
-// An input must be a ciphertext of this context.
-void check_input_state(const std::string& name, const ValueState& s, const Context& context) {
-  std::string problem;
-  if (s.context_id != context.id()) {
-    problem =
-        "belongs to context " + std::to_string(s.context_id) + ", expected context " + std::to_string(context.id());
-  } else if (s.word_size != context.word_size()) {
-    problem = "has word size " + std::to_string(static_cast<int>(s.word_size)) + ", expected " +
-              std::to_string(static_cast<int>(context.word_size()));
-  } else if (s.basis != Basis::Q) {
-    problem = "is in basis QP, expected basis Q";
-  } else if (s.level < 0 || s.level > context.max_level()) {
-    problem = "has level " + std::to_string(s.level) + ", expected 0.." + std::to_string(context.max_level());
-  } else if (s.components != 2 && s.components != 3) {
-    problem = "has " + std::to_string(s.components) + " components, expected a ciphertext (2 or 3)";
-  } else if (!(s.scale > 0) || !std::isfinite(s.scale)) {
-    problem = "has scale " + std::to_string(s.scale) + ", expected a finite positive scale";
-  }
-  if (!problem.empty()) throw StateError("input " + name + ": state " + s.describe() + " " + problem);
-}
-
-}  // namespace
+}  // namespace detail
 
 std::set<std::uint32_t> KeyRequirements::galois_elements(const Context& context) const {
   std::set<std::uint32_t> elements;
@@ -86,7 +67,6 @@ PreparedProgram Program::prepare(std::shared_ptr<const Context> context, const V
 PreparedProgram Program::prepare(std::shared_ptr<const Context> context,
                                  const std::map<std::string, ValueState>& input_states) const {
   if (!context) throw InvalidArgumentError("prepare " + name_ + ": the context is a null pointer");
-  const Context& ctx = *context;
   const auto inputs = input_names();
   for (const auto& [name, state] : input_states) {
     if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) {
@@ -95,31 +75,8 @@ PreparedProgram Program::prepare(std::shared_ptr<const Context> context,
     }
   }
 
-  PreparedProgram prepared;
-  prepared.program_ = *this;
-  prepared.context_ = context;
-  prepared.states_.resize(values_.size());
-  prepared.keys_ = key_requirements(*this, ctx);
-
-  // An Engine over state-only buffers, with stand-in keys for everything the
-  // program uses (the keys' own presence is checked at link time).
-  auto backend = detail::make_state_backend();
-  const Engine engine(context, backend);
-  RelinKey relinearization_key;
-  relinearization_key.context_id = ctx.id();
-  relinearization_key.digits = ctx.key_digits();
-  relinearization_key.buffer = backend->allocate(0);
-  GaloisKeys galois_keys;
-  galois_keys.context_id = ctx.id();
-  for (std::uint32_t element : prepared.keys_.galois_elements(ctx)) {
-    galois_keys.keys[element] = SwitchKey{ctx.id(), ctx.key_digits(), backend->allocate(0)};
-  }
-  const auto storage = [&](const ValueState& s) { return backend->allocate(s.words(ctx) * word_bytes(s.word_size)); };
-
-  std::vector<Ciphertext> ciphertexts(values_.size());
-  std::vector<Plaintext> plaintexts(values_.size());
-  std::vector<const Node*> first_use(values_.size(), nullptr);  // constants: the node that fixed the state
-
+  // A replay through the same checks as a bound ProgramBuilder.
+  detail::StateTracker tracker(context);
   for (std::size_t id = 0; id < values_.size(); ++id) {
     const ValueInfo& v = values_[id];
     if (v.kind == ValueKind::input) {
@@ -127,59 +84,18 @@ PreparedProgram Program::prepare(std::shared_ptr<const Context> context,
       if (found == input_states.end()) {
         throw InvalidArgumentError("prepare " + name_ + ": no state was given for input '" + v.name + "'");
       }
-      check_input_state(v.name, found->second, ctx);
-      prepared.states_[id] = found->second;
-      ciphertexts[id].state = found->second;
-      ciphertexts[id].buffer = storage(found->second);
+      tracker.add_input(static_cast<int>(id), v.name, found->second);
     } else if (v.kind == ValueKind::constant) {
-      // Until a use fixes its level: the top level (an unused constant keeps it).
-      ValueState s;
-      s.context_id = ctx.id();
-      s.word_size = ctx.word_size();
-      s.level = ctx.max_level();
-      s.scale = v.constant_scale.value_or(ctx.params().scale);
-      s.domain = Domain::ntt;
-      s.basis = Basis::Q;
-      s.components = 1;
-      prepared.states_[id] = s;
+      tracker.add_constant(static_cast<int>(id), v.constant_scale);
     }
   }
+  for (const Node& node : nodes_) tracker.apply(*this, node);
 
-  for (const Node& node : nodes_) {
-    std::vector<detail::Operand> operands;
-    for (int arg : node.args) {
-      const auto a = static_cast<std::size_t>(arg);
-      if (values_[a].kind != ValueKind::constant) {
-        operands.push_back({&ciphertexts[a], nullptr});
-        continue;
-      }
-      // A constant takes the level of the ciphertext it meets (operand 0).
-      const int level = ciphertexts[static_cast<std::size_t>(node.args[0])].state.level;
-      ValueState& s = prepared.states_[a];
-      if (first_use[a] == nullptr) {
-        s.level = level;
-        first_use[a] = &node;
-        plaintexts[a].state = s;
-        plaintexts[a].buffer = storage(s);
-      } else if (s.level != level) {
-        throw StateError(detail::node_label(*this, node) + ": constant " + values_[a].name + " is used here at level " +
-                         std::to_string(level) + " and by " + detail::node_label(*this, *first_use[a]) + " at level " +
-                         std::to_string(s.level) + ", expected one level per constant");
-      }
-      operands.push_back({nullptr, &plaintexts[a]});
-    }
-    std::vector<Ciphertext> results;
-    try {
-      results = detail::execute_node(engine, node, operands, relinearization_key, galois_keys);
-    } catch (const Error&) {
-      detail::rethrow_with_prefix(detail::node_label(*this, node) + ": ");
-    }
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const auto id = static_cast<std::size_t>(node.results[i]);
-      prepared.states_[id] = results[i].state;
-      ciphertexts[id] = std::move(results[i]);
-    }
-  }
+  PreparedProgram prepared;
+  prepared.program_ = *this;
+  prepared.context_ = std::move(context);
+  prepared.states_ = tracker.states();
+  prepared.keys_ = detail::key_requirements(*this, *prepared.context_);
   return prepared;
 }
 

@@ -14,6 +14,15 @@
 //   KeyRequirements keys = prepared.required_keys();
 //   Executable exe = link(prepared, engine, materials);
 //   ValueTree out = exe.run(ValueTree(ValueTree::Map{{"x", ciphertext}}));
+//
+// A builder bound to a context knows every value's state as it is built (the
+// Engine's rules, checked node by node); circuits (fhelium/circuits/) use
+// state(ref) to encode constants at the level and scale where they are used:
+//
+//   ProgramBuilder b(context, "poly");
+//   auto x = b.input("x", x_state);
+//   auto y = b.rescale(b.multiply_scalar(x, 0.5, b.state(x).scale));
+//   PreparedProgram prepared = b.prepare();
 #pragma once
 
 #include <complex>
@@ -32,6 +41,12 @@
 #include "fhelium/value.hpp"
 
 namespace fhelium::runtime {
+
+namespace detail {
+class StateTracker;
+}
+
+using Slots = std::vector<std::complex<double>>;
 
 // Every Engine operation a Program can hold.
 enum class OpKind {
@@ -124,11 +139,24 @@ class Program {
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(std::string name = "program");
+  // Bound to a context: every node is checked by the Engine's rules as it is
+  // added (the error names the node and the tag), and state() gives the state
+  // of every value. A node that fails is not added; the builder stays usable.
+  ProgramBuilder(std::shared_ptr<const Context> context, std::string name = "program");
+  ProgramBuilder(ProgramBuilder&&) noexcept;
+  ProgramBuilder& operator=(ProgramBuilder&&) noexcept;
+  ~ProgramBuilder();
 
   ValueRef input(const std::string& name);
+  // Bound builders: an input with its state (a ciphertext of the context).
+  ValueRef input(const std::string& name, const ValueState& state);
   // A plaintext constant bound at link time (encoded at the level where it is
   // first used, at `scale` or the context's scale).
   ValueRef constant(const std::string& name, std::optional<double> scale = std::nullopt);
+  // A constant whose slot values the builder keeps (constant_values()): for
+  // Materials::constants and the clear evaluator.
+  ValueRef constant(const std::string& name, Slots values, std::optional<double> scale = std::nullopt);
+  const std::map<std::string, Slots>& constant_values() const { return constant_values_; }
   void output(const std::string& name, ValueRef value);
 
   ValueRef add(ValueRef a, ValueRef b);   // b: ciphertext or constant
@@ -158,14 +186,31 @@ class ProgramBuilder {
   // Throws InvalidArgumentError when no output was declared.
   Program build() const;
 
+  // ---- bound builders only (InvalidArgumentError otherwise) ----
+  const std::shared_ptr<const Context>& context() const;
+  // The value's state as the Engine will compute it. A constant's level is
+  // the top level until its first use fixes it.
+  const ValueState& state(ValueRef value) const;
+  // Prefix for the errors of the nodes added from now on (for example a YAML
+  // step's "file:line:column: step 'p'"); empty for none.
+  void tag(std::string tag) { tag_ = std::move(tag); }
+  // The program with every state already known (as build().prepare(...)).
+  PreparedProgram prepare() const;
+  // A name not yet used in the program, starting with `prefix`.
+  std::string fresh_name(const std::string& prefix) const;
+
  private:
   ValueRef result_of(Node node);
   std::vector<ValueRef> results_of(Node node, std::size_t count);
   int declare(const std::string& name, ValueKind kind, std::optional<double> constant_scale);
   void check_arg(const char* op, ValueRef value, bool constant_allowed) const;
+  detail::StateTracker& tracker(const char* what) const;
   Program program_;
   std::map<std::string, int> names_;  // value name -> id
   int generated_ = 0;                 // next "%N" candidate
+  std::unique_ptr<detail::StateTracker> tracker_;
+  std::map<std::string, Slots> constant_values_;
+  std::string tag_;
 };
 
 // What a prepared program needs to run.
@@ -191,6 +236,7 @@ class PreparedProgram {
 
  private:
   friend class Program;
+  friend class ProgramBuilder;
   Program program_;
   std::shared_ptr<const Context> context_;
   std::vector<ValueState> states_;
