@@ -1,6 +1,7 @@
 // Program: builder, text form, prepare (state checks through the Engine),
 // key requirements, link and run against the eager Engine on the CPU backend.
 #include "fhelium/runtime/program.hpp"
+#include "fhelium/runtime/clear_evaluator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -441,10 +442,21 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
     EXPECT_EQ(got.state, prepared.state(name)) << name;
     EXPECT_TRUE(residues(got) == residues(ct)) << name;
   }
-  // A few against the clear computation as well.
-  Message rot3 = rotate_left(xm, 3), sp = xm;
-  EXPECT_LT(max_error(rot3, f().decrypt(out.at("rot").ciphertext())), 1e-4);
-  EXPECT_LT(max_error(sp, f().decrypt(out.at("sp").ciphertext())), 1e-4);
+  // Every output against the clear evaluator (the constants' clear values).
+  const std::size_t slots = f().context->ring_degree() / 2;
+  const auto clear = evaluate_clear(program, {{"x", xm}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}}, slots);
+  ASSERT_EQ(clear.size(), expected.size());
+  for (const auto& [name, values] : clear) {
+    EXPECT_LT(max_error(values, f().decrypt(out.at(name).ciphertext())), 1e-4) << name;
+  }
+  // The clear evaluator itself on a few outputs computed by hand.
+  EXPECT_LT(max_error(rotate_left(xm, 3), clear.at("rot")), 1e-15);
+  Message triple(slots);
+  for (std::size_t i = 0; i < slots; ++i) triple[i] = -3.0 * (i < xm.size() ? xm[i] : 0.0);
+  EXPECT_LT(max_error(triple, clear.at("mi")), 1e-15);
+  EXPECT_THROW(evaluate_clear(program, {{"x", xm}}, {{"c1", c1m}, {"c2", c2m}}, slots), InvalidArgumentError);
+  EXPECT_THROW(evaluate_clear(program, {{"x", Message(slots + 1)}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}}, slots),
+               InvalidArgumentError);
 }
 
 TEST_F(ProgramRun, RotationsComposeFromPowerOfTwoKeysButHoistedOnesNeedTheExactKey) {

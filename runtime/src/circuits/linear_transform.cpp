@@ -1,0 +1,222 @@
+#include "fhelium/circuits/linear_transform.hpp"
+
+#include <cmath>
+#include <set>
+
+#include "circuit_internal.hpp"
+#include "fhelium/error.hpp"
+
+namespace fhelium::circuits {
+namespace {
+
+struct Split {
+  std::set<long> baby;   // non-zero k mod n1
+  std::set<long> giant;  // non-zero k - k mod n1
+};
+
+Split split(const std::vector<long>& diagonals, long n1) {
+  Split s;
+  for (long k : diagonals) {
+    if (k % n1 != 0) s.baby.insert(k % n1);
+    if (k - k % n1 != 0) s.giant.insert(k - k % n1);
+  }
+  return s;
+}
+
+std::size_t checked_period(std::size_t period, std::size_t slots) {
+  if (!detail::is_power_of_two(slots)) {
+    throw InvalidArgumentError("linear transform: slot count " + std::to_string(slots) +
+                               " is not a power of two");
+  }
+  if (!detail::is_power_of_two(period) || period > slots) {
+    throw InvalidArgumentError("linear transform: period " + std::to_string(period) +
+                               " is not a power of two dividing the slot count " + std::to_string(slots));
+  }
+  return period;
+}
+
+}  // namespace
+
+long best_baby_step(const std::vector<long>& diagonals, std::size_t period) {
+  // Every n1 for small problems; powers of two when that would be slow.
+  const bool every = diagonals.size() * period <= (std::size_t{1} << 22);
+  long best = 1;
+  std::size_t best_cost = 0, best_giants = 0;
+  bool first = true;
+  for (long n1 = 1; n1 <= static_cast<long>(period); n1 = every ? n1 + 1 : n1 * 2) {
+    const Split s = split(diagonals, n1);
+    const std::size_t cost = s.baby.size() + s.giant.size();
+    if (first || cost < best_cost || (cost == best_cost && s.giant.size() < best_giants)) {
+      best = n1;
+      best_cost = cost;
+      best_giants = s.giant.size();
+      first = false;
+    }
+  }
+  return best;
+}
+
+LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t period, std::size_t slots)
+    : period_(checked_period(period, slots)), slots_(slots) {
+  const long d = static_cast<long>(period);
+  for (auto& [k, values] : diagonals) {
+    if (values.size() != period) {
+      throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " has " +
+                                 std::to_string(values.size()) + " values, expected the period " +
+                                 std::to_string(period));
+    }
+    bool zero = true;
+    for (const auto& v : values) {
+      if (!std::isfinite(v.real()) || !std::isfinite(v.imag())) {
+        throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " has a value that is not finite");
+      }
+      zero = zero && v == std::complex<double>{};
+    }
+    if (zero) continue;
+    const long index = ((k % d) + d) % d;
+    if (diagonals_.count(index) != 0) {
+      throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " is given twice (as " +
+                                 std::to_string(index) + " modulo the period " + std::to_string(period) + ")");
+    }
+    diagonals_[index] = std::move(values);
+  }
+  if (diagonals_.empty()) throw InvalidArgumentError("linear transform: every diagonal is zero");
+  baby_ = best_baby_step(diagonal_indices(), period_);
+}
+
+LinearTransform LinearTransform::from_diagonals(std::map<long, Slots> diagonals, std::size_t period,
+                                                std::size_t slots) {
+  return LinearTransform(std::move(diagonals), period, slots);
+}
+
+LinearTransform LinearTransform::from_matrix(const std::vector<Slots>& matrix, std::size_t slots) {
+  const std::size_t rows = matrix.size();
+  const std::size_t cols = rows == 0 ? 0 : matrix[0].size();
+  if (rows == 0 || cols == 0) throw InvalidArgumentError("linear transform: the matrix is empty");
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (matrix[i].size() != cols) {
+      throw InvalidArgumentError("linear transform: row " + std::to_string(i) + " has " +
+                                 std::to_string(matrix[i].size()) + " entries, expected " + std::to_string(cols));
+    }
+  }
+  std::size_t period = 1;
+  while (period < std::max(rows, cols)) period *= 2;
+  if (period > slots) {
+    throw InvalidArgumentError("linear transform: a " + std::to_string(rows) + " x " + std::to_string(cols) +
+                               " matrix needs period " + std::to_string(period) + ", more than the slot count " +
+                               std::to_string(slots));
+  }
+  std::map<long, Slots> diagonals;
+  for (std::size_t k = 0; k < period; ++k) {
+    Slots diagonal(period);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::size_t j = (i + k) % period;
+      if (j < cols) diagonal[i] = matrix[i][j];
+    }
+    diagonals[static_cast<long>(k)] = std::move(diagonal);
+  }
+  return LinearTransform(std::move(diagonals), period, slots);
+}
+
+LinearTransform LinearTransform::from_matrix(const std::vector<std::vector<double>>& matrix, std::size_t slots) {
+  std::vector<Slots> complex_matrix;
+  complex_matrix.reserve(matrix.size());
+  for (const auto& row : matrix) complex_matrix.emplace_back(row.begin(), row.end());
+  return from_matrix(complex_matrix, slots);
+}
+
+std::vector<long> LinearTransform::diagonal_indices() const {
+  std::vector<long> out;
+  for (const auto& [k, values] : diagonals_) out.push_back(k);
+  return out;
+}
+
+std::vector<long> LinearTransform::baby_steps() const {
+  const Split s = split(diagonal_indices(), baby_);
+  return {s.baby.begin(), s.baby.end()};
+}
+
+std::vector<long> LinearTransform::giant_steps() const {
+  const Split s = split(diagonal_indices(), baby_);
+  return {s.giant.begin(), s.giant.end()};
+}
+
+std::vector<long> LinearTransform::rotation_steps() const {
+  const Split s = split(diagonal_indices(), baby_);
+  std::set<long> all = s.baby;
+  all.insert(s.giant.begin(), s.giant.end());
+  return {all.begin(), all.end()};
+}
+
+Slots LinearTransform::pack(const Slots& x) const {
+  if (x.size() > period_) {
+    throw InvalidArgumentError("linear transform: a vector of " + std::to_string(x.size()) +
+                               " entries, expected at most the period " + std::to_string(period_));
+  }
+  Slots out(slots_);
+  for (std::size_t i = 0; i < slots_; ++i) {
+    const std::size_t j = i % period_;
+    if (j < x.size()) out[i] = x[j];
+  }
+  return out;
+}
+
+// rotate(diag_k, -giant), repeated over all slots.
+Slots LinearTransform::pre_rotated(long k, long giant) const {
+  const Slots& diagonal = diagonals_.at(k);
+  const long d = static_cast<long>(period_);
+  Slots out(slots_);
+  for (std::size_t i = 0; i < slots_; ++i) {
+    const long j = ((static_cast<long>(i % period_) - giant) % d + d) % d;
+    out[i] = diagonal[static_cast<std::size_t>(j)];
+  }
+  return out;
+}
+
+ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string& name) const {
+  const std::size_t context_slots = b.context()->ring_degree() / 2;
+  if (context_slots != slots_) {
+    throw InvalidArgumentError("linear transform: built for " + std::to_string(slots_) +
+                               " slots, the builder's context has " + std::to_string(context_slots));
+  }
+  const int level = b.state(x).level;
+  const double diagonal_scale = detail::prime(b, level);
+
+  std::map<long, ValueRef> rotated{{0, x}};
+  const std::vector<long> babies = baby_steps();
+  if (!babies.empty()) {
+    const std::vector<ValueRef> hoisted = b.rotate_hoisted(x, babies);
+    for (std::size_t i = 0; i < babies.size(); ++i) rotated[babies[i]] = hoisted[i];
+  }
+  std::map<long, std::vector<long>> groups;  // giant -> its diagonals
+  for (const auto& [k, values] : diagonals_) groups[k - k % baby_].push_back(k);
+
+  std::vector<ValueRef> parts;
+  for (const auto& [giant, ks] : groups) {
+    std::vector<ValueRef> terms;
+    for (long k : ks) {
+      const ValueRef diagonal =
+          b.constant(b.fresh_name(name + "_" + std::to_string(k)), pre_rotated(k, giant), diagonal_scale);
+      terms.push_back(b.multiply_plain(rotated.at(k % baby_), diagonal));
+    }
+    ValueRef group = terms.size() == 1 ? terms[0] : b.sum(terms);
+    parts.push_back(giant == 0 ? group : b.rotate(group, giant));
+  }
+  return b.rescale(parts.size() == 1 ? parts[0] : b.sum(parts));
+}
+
+Slots LinearTransform::apply_clear(const Slots& x) const {
+  if (x.size() != slots_) {
+    throw InvalidArgumentError("linear transform: " + std::to_string(x.size()) + " slots, expected " +
+                               std::to_string(slots_));
+  }
+  Slots y(slots_);
+  for (const auto& [k, diagonal] : diagonals_) {
+    for (std::size_t i = 0; i < slots_; ++i) {
+      y[i] += diagonal[i % period_] * x[(i + static_cast<std::size_t>(k)) % slots_];
+    }
+  }
+  return y;
+}
+
+}  // namespace fhelium::circuits

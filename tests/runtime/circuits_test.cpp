@@ -1,0 +1,402 @@
+// The circuits library against the clear evaluator (the same Program in
+// double precision) and against the mathematics it implements, with exact
+// levels, scales and key lists; bit-exact between cpu and the backend named
+// by FHELIUM_RUNTIME_TEST_BACKEND when one is.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "fhelium/circuits/linear_transform.hpp"
+#include "fhelium/circuits/polynomial.hpp"
+#include "fhelium/circuits/slots.hpp"
+#include "fhelium/runtime/clear_evaluator.hpp"
+#include "helpers.hpp"
+#include "runtime_backend.hpp"
+
+namespace fhelium::circuits {
+namespace {
+
+using runtime::KeyRequirements;
+using runtime::Materials;
+using runtime::PreparedProgram;
+using runtime::ValueTree;
+using test::Fixture;
+using test::max_error;
+using test::Message;
+
+constexpr int kLevels = 8;
+
+// One encrypted run of a circuit program with exactly the keys it declares,
+// and the same program on clear slots.
+struct Outcome {
+  PreparedProgram prepared;
+  ValueState state;
+  Message decrypted;
+  Message clear;
+  std::vector<u64> residues;
+};
+
+class Circuits : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    f_ = new Fixture(test::small_params(11, kLevels), 5);
+    const test::TestBackend other = test::runtime_test_backend();
+    skip_ = other.skip_reason;
+    if (other.backend) other_ = new Fixture(test::small_params(11, kLevels), 5, 0, other.backend);
+  }
+  static void TearDownTestSuite() {
+    delete other_;
+    delete f_;
+    other_ = nullptr;
+  }
+
+  Fixture& f() { return *f_; }
+  std::size_t slots() { return f().slots(); }
+  ProgramBuilder builder(const ValueState& x_state) {
+    ProgramBuilder b(f().context, "circuit");
+    b.input("x", x_state);
+    return b;
+  }
+  ValueState state_at(int level) { return f().encrypt(Message(1), level).state; }
+
+  Message real_message(double low, double high) {
+    std::uniform_real_distribution<double> d(low, high);
+    Message m(slots());
+    for (auto& v : m) v = d(rng_);
+    return m;
+  }
+
+  static Outcome run_on(Fixture& fx, const ProgramBuilder& b, const Message& xm, int level) {
+    Outcome out;
+    out.prepared = b.prepare();
+    const KeyRequirements keys = out.prepared.required_keys();
+    std::optional<RelinKey> relin;
+    if (keys.relinearization) relin = fx.relin_key();
+    const GaloisKeys galois = fx.galois_keys({keys.rotation_steps.begin(), keys.rotation_steps.end()}, keys.conjugation);
+    Materials materials;
+    materials.relinearization_key = relin ? &*relin : nullptr;
+    materials.galois_keys = &galois;
+    for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
+    const runtime::Executable exe = runtime::link(out.prepared, fx.engine, materials);
+    const ValueTree result = exe.run(ValueTree(ValueTree::Map{{"x", fx.encrypt(xm, level)}}));
+    const Ciphertext& y = result.at("y").ciphertext();
+    out.state = y.state;
+    out.decrypted = fx.decrypt(y);
+    out.residues = fx.engine.download(y).data;
+    out.clear = runtime::evaluate_clear(out.prepared.program(), {{"x", xm}}, b.constant_values(), fx.slots()).at("y");
+    return out;
+  }
+
+  // Runs on cpu, and on the other backend (bit-exact) when there is one.
+  Outcome run(ProgramBuilder& b, ValueRef y, const Message& xm, int level) {
+    b.output("y", y);
+    Outcome out = run_on(f(), b, xm, level);
+    EXPECT_EQ(out.state, b.state(y));
+    if (other_) {
+      EXPECT_TRUE(run_on(*other_, b, xm, level).residues == out.residues) << "cpu and the test backend differ";
+    }
+    return out;
+  }
+
+  std::mt19937_64 rng_{99};
+  static Fixture* f_;
+  static Fixture* other_;
+  static std::string skip_;
+};
+
+Fixture* Circuits::f_ = nullptr;
+Fixture* Circuits::other_ = nullptr;
+std::string Circuits::skip_;
+
+double relative(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
+
+// ---- polynomials ----
+
+int test_ceil_log2(int n) {
+  int bits = 0;
+  while ((1 << bits) < n) ++bits;
+  return bits;
+}
+
+
+struct PolynomialCase {
+  PolynomialBasis basis;
+  int degree;
+  double a, b;
+};
+
+class PolynomialCircuit : public Circuits, public ::testing::WithParamInterface<PolynomialCase> {};
+
+TEST_P(PolynomialCircuit, ExactDepthAndScaleAndTheClearValues) {
+  const PolynomialCase c = GetParam();
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  Polynomial p;
+  p.basis = c.basis;
+  p.a = c.a;
+  p.b = c.b;
+  for (int i = 0; i <= c.degree; ++i) {
+    // Monomials decay so that the sum stays of order one on [-1, 1].
+    p.coefficients.push_back(d(rng_) * (c.basis == PolynomialBasis::monomial ? 1.0 / (i + 1) : 1.0 / std::sqrt(i + 1.0)));
+  }
+  const int top = f().context->max_level();
+  const int depth = polynomial_depth(p);
+  const int expected_depth = test_ceil_log2(c.degree + 1) + ((c.a != -1.0 || c.b != 1.0) ? 1 : 0);
+  ASSERT_EQ(depth, expected_depth);
+  ProgramBuilder b = builder(state_at(top));
+  const ValueRef y = evaluate_polynomial(b, ValueRef{0}, p);
+  const Message xm = real_message(c.a, c.b);
+  const Outcome out = run(b, y, xm, top);
+
+  EXPECT_EQ(out.state.level, top - depth);
+  EXPECT_LT(relative(out.state.scale, f().scale()), 1e-12);
+  EXPECT_EQ(out.prepared.required_keys().relinearization, c.degree >= 2);
+  EXPECT_TRUE(out.prepared.required_keys().rotation_steps.empty());
+  std::size_t products = 0;
+  for (const auto& node : out.prepared.program().nodes()) products += node.op == runtime::OpKind::multiply_relinearize_rescale;
+  // Baby-step giant-step: about 2 sqrt(2 (d+1)) + depth products (119: 24), not d - 1.
+  EXPECT_LE(static_cast<double>(products), 2 * std::sqrt(2.0 * (c.degree + 1)) + depth) << products;
+  // The program's clear run is the polynomial (the algorithm), and the
+  // encrypted run is the program's clear run (the arithmetic).
+  for (std::size_t i = 0; i < slots(); ++i) ASSERT_LT(std::abs(out.clear[i] - p.evaluate(xm[i])), 1e-9) << i;
+  EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+}
+
+std::vector<PolynomialCase> polynomial_cases() {
+  std::vector<PolynomialCase> cases;
+  for (int degree : {1, 2, 3, 7, 8, 9, 15, 16, 17, 119}) {
+    cases.push_back({PolynomialBasis::monomial, degree, -1.0, 1.0});
+    cases.push_back({PolynomialBasis::chebyshev, degree, -1.0, 1.0});
+  }
+  for (int degree : {1, 5, 31, 119}) cases.push_back({PolynomialBasis::chebyshev, degree, -4.0, 2.0});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Degrees, PolynomialCircuit, ::testing::ValuesIn(polynomial_cases()),
+                         [](const auto& param_info) {
+                           const PolynomialCase& c = param_info.param;
+                           return std::string(c.basis == PolynomialBasis::monomial ? "monomial" : "chebyshev") +
+                                  std::to_string(c.degree) + (c.a == -1.0 ? "" : "_interval");
+                         });
+
+TEST_F(Circuits, ChebyshevInterpolantApproximatesTheFunctionEncrypted) {
+  const auto f_exp = [](double v) { return std::exp(v / 2); };
+  const Polynomial p = Polynomial::chebyshev_interpolant(f_exp, 23, -4.0, 2.0);
+  const int top = f().context->max_level();
+  ProgramBuilder b = builder(state_at(top));
+  const ValueRef y = evaluate_polynomial(b, ValueRef{0}, p, {.threshold = 1e-12, .output_scale = std::ldexp(1.0, 36)});
+  const Message xm = real_message(-4.0, 2.0);
+  const Outcome out = run(b, y, xm, top);
+  EXPECT_EQ(out.state.scale, b.state(y).scale);
+  EXPECT_LT(relative(out.state.scale, std::ldexp(1.0, 36)), 1e-12);
+  for (std::size_t i = 0; i < slots(); ++i) ASSERT_LT(std::abs(out.decrypted[i] - f_exp(xm[i].real())), 1e-4) << i;
+}
+
+TEST_F(Circuits, PolynomialAtALowerLevelAndWithSkippedCoefficients) {
+  Polynomial p;  // 0.5 + x^3 - 1e-9 x^8: the last term is below the threshold
+  p.coefficients = {0.5, 0, 0, 1.0, 0, 0, 0, 0, -1e-9};
+  EXPECT_EQ(polynomial_depth(p), 4);
+  EXPECT_EQ(polynomial_depth(p, 1e-6), 2);
+  ProgramBuilder b = builder(state_at(3));
+  const ValueRef y = evaluate_polynomial(b, ValueRef{0}, p, {.threshold = 1e-6, .output_scale = std::nullopt});
+  const Message xm = real_message(-1.0, 1.0);
+  const Outcome out = run(b, y, xm, 3);
+  EXPECT_EQ(out.state.level, 1);
+  for (std::size_t i = 0; i < slots(); ++i) {
+    ASSERT_LT(std::abs(out.decrypted[i] - (0.5 + std::pow(xm[i].real(), 3))), 1e-5) << i;
+  }
+}
+
+TEST_F(Circuits, PolynomialWrongUseIsRefused) {
+  ProgramBuilder b = builder(state_at(2));
+  Polynomial deep;
+  deep.coefficients.assign(9, 1.0);  // degree 8: 4 levels
+  EXPECT_THROW(evaluate_polynomial(b, ValueRef{0}, deep), StateError);
+  Polynomial constant;
+  constant.coefficients = {1.0, 1e-9};
+  EXPECT_THROW(evaluate_polynomial(b, ValueRef{0}, constant, {.threshold = 1e-6, .output_scale = std::nullopt}), InvalidArgumentError);
+  EXPECT_THROW(evaluate_polynomial(b, ValueRef{0}, Polynomial{}), InvalidArgumentError);
+  Polynomial bad_interval{PolynomialBasis::chebyshev, {0.0, 1.0}, 1.0, 1.0};
+  EXPECT_THROW(evaluate_polynomial(b, ValueRef{0}, bad_interval), InvalidArgumentError);
+  Polynomial not_finite;
+  not_finite.coefficients = {0.0, std::nan("")};
+  EXPECT_THROW(evaluate_polynomial(b, ValueRef{0}, not_finite), InvalidArgumentError);
+  b.output("x_out", ValueRef{0});
+  EXPECT_EQ(b.build().nodes().size(), 0u);  // refused before anything was added
+}
+
+// ---- linear transforms ----
+
+std::vector<std::vector<double>> random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<std::vector<double>> m(rows, std::vector<double>(cols));
+  for (auto& row : m) {
+    for (auto& v : row) v = d(rng);
+  }
+  return m;
+}
+
+// Fewest baby + giant rotations over every n1, by brute force.
+std::size_t fewest_rotations(const std::vector<long>& diagonals, long period) {
+  std::size_t best = SIZE_MAX;
+  for (long n1 = 1; n1 <= period; ++n1) {
+    std::set<long> baby, giant;
+    for (long k : diagonals) {
+      if (k % n1 != 0) baby.insert(k % n1);
+      if (k - k % n1 != 0) giant.insert(k - k % n1);
+    }
+    best = std::min(best, baby.size() + giant.size());
+  }
+  return best;
+}
+
+struct MatrixCase {
+  std::size_t rows, cols;
+};
+
+class LinearTransformCircuit : public Circuits, public ::testing::WithParamInterface<MatrixCase> {};
+
+TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
+  const auto [rows, cols] = GetParam();
+  const auto matrix = random_matrix(rows, cols, rng_);
+  const LinearTransform lt = LinearTransform::from_matrix(matrix, slots());
+  EXPECT_EQ(lt.key_switches(), fewest_rotations(lt.diagonal_indices(), static_cast<long>(lt.period())));
+  const int level = f().context->max_level() - 1;
+  ProgramBuilder b = builder(state_at(level));
+  const ValueRef y = lt.apply(b, ValueRef{0});
+  Message x(cols);
+  const Message random = real_message(-1.0, 1.0);
+  std::copy(random.begin(), random.begin() + static_cast<long>(cols), x.begin());
+  const Message xm = lt.pack(x);
+  const Outcome out = run(b, y, xm, level);
+
+  EXPECT_EQ(out.state.level, level - 1);
+  EXPECT_LT(relative(out.state.scale, f().scale()), 1e-12);
+  const auto needed = out.prepared.required_keys();
+  const auto steps = lt.rotation_steps();
+  EXPECT_EQ(needed.rotation_steps, std::set<long>(steps.begin(), steps.end()));
+  EXPECT_FALSE(needed.relinearization);
+  // y = M x in the first `rows` slots of every period, zeros in the padding.
+  for (std::size_t i = 0; i < slots(); ++i) {
+    const std::size_t r = i % lt.period();
+    std::complex<double> expected = 0;
+    if (r < rows) {
+      for (std::size_t j = 0; j < cols; ++j) expected += matrix[r][j] * x[j];
+    }
+    ASSERT_LT(std::abs(out.clear[i] - expected), 1e-12) << i;
+  }
+  EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5 * static_cast<double>(cols));
+  EXPECT_LT(max_error(lt.apply_clear(xm), out.clear), 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearTransformCircuit,
+                         ::testing::Values(MatrixCase{1, 1}, MatrixCase{4, 4}, MatrixCase{16, 16}, MatrixCase{64, 64},
+                                           MatrixCase{3, 5}, MatrixCase{10, 4}, MatrixCase{32, 20}),
+                         [](const auto& param_info) {
+                           return std::to_string(param_info.param.rows) + "x" + std::to_string(param_info.param.cols);
+                         });
+
+TEST_F(Circuits, SparseFullSlotTransformUsesFewestRotations) {
+  // Diagonals as in one stage of a homomorphic FFT: 0, +-1 and +-8 over all slots.
+  std::map<long, Slots> diagonals;
+  for (long k : {0L, 1L, -1L, 8L, -8L}) diagonals[k] = real_message(-1.0, 1.0);
+  const LinearTransform lt = LinearTransform::from_diagonals(diagonals, slots(), slots());
+  EXPECT_EQ(lt.diagonal_indices().size(), 5u);
+  EXPECT_EQ(lt.key_switches(), fewest_rotations(lt.diagonal_indices(), static_cast<long>(slots())));
+  const int top = f().context->max_level();
+  ProgramBuilder b = builder(state_at(top));
+  const ValueRef y = lt.apply(b, ValueRef{0});
+  const Message xm = f().random_message(1.0);
+  const Outcome out = run(b, y, xm, top);
+  const auto steps = lt.rotation_steps();
+  EXPECT_EQ(out.prepared.required_keys().rotation_steps, std::set<long>(steps.begin(), steps.end()));
+  Message expected(slots());
+  for (std::size_t i = 0; i < slots(); ++i) {
+    for (const auto& [k, d] : diagonals) {
+      const std::size_t j = (i + static_cast<std::size_t>(k + static_cast<long>(slots()))) % slots();
+      expected[i] += d[i] * xm[j];
+    }
+  }
+  EXPECT_LT(max_error(expected, out.clear), 1e-12);
+  EXPECT_LT(max_error(expected, out.decrypted), 1e-5);
+}
+
+TEST_F(Circuits, LinearTransformWrongUseIsRefused) {
+  EXPECT_THROW(LinearTransform::from_matrix(std::vector<std::vector<double>>{}, slots()), InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_matrix(std::vector<std::vector<double>>{{1, 2}, {3}}, slots()),
+               InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_matrix(random_matrix(slots() + 1, 1, rng_), slots()), InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(3)}}, 4, slots()), InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(4, 1.0)}}, 3, slots()), InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(4)}}, 4, slots()), InvalidArgumentError);  // all zero
+  EXPECT_THROW(LinearTransform::from_diagonals({{1, Slots(4, 1.0)}, {-3, Slots(4, 1.0)}}, 4, slots()),
+               InvalidArgumentError);  // 1 and -3 are the same diagonal
+  const LinearTransform other_slots = LinearTransform::from_matrix(random_matrix(4, 4, rng_), slots() / 2);
+  ProgramBuilder b = builder(state_at(2));
+  EXPECT_THROW(other_slots.apply(b, ValueRef{0}), InvalidArgumentError);
+}
+
+// ---- slots ----
+
+TEST_F(Circuits, SumSlotsAndInnerProducts) {
+  const int top = f().context->max_level();
+  const Message xm = f().random_message(1.0);
+  {
+    ProgramBuilder b = builder(state_at(top));
+    const Outcome out = run(b, sum_slots(b, ValueRef{0}, 16), xm, top);
+    EXPECT_EQ(out.state.level, top);
+    EXPECT_EQ(out.prepared.required_keys().rotation_steps, (std::set<long>{1, 2, 4, 8}));
+    std::complex<double> first = 0;
+    for (std::size_t i = 0; i < 16; ++i) first += xm[i];
+    EXPECT_LT(std::abs(out.clear[0] - first), 1e-12);
+    EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+  }
+  {
+    const Message w = f().random_message(1.0);
+    ProgramBuilder b = builder(state_at(top));
+    const Outcome out = run(b, inner_product(b, ValueRef{0}, w, 8), xm, top);
+    EXPECT_EQ(out.state.level, top - 1);
+    EXPECT_LT(relative(out.state.scale, f().scale()), 1e-12);
+    std::complex<double> first = 0;
+    for (std::size_t i = 0; i < 8; ++i) first += xm[i] * w[i];
+    EXPECT_LT(std::abs(out.clear[0] - first), 1e-12);
+    EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+  }
+  {
+    ProgramBuilder b = builder(state_at(top));
+    const ValueRef low = b.rescale(b.multiply_scalar(ValueRef{0}, 1.0, f().scale()));
+    const Outcome out = run(b, inner_product(b, ValueRef{0}, low, 4), xm, top);
+    EXPECT_EQ(out.state.level, top - 2);
+    EXPECT_TRUE(out.prepared.required_keys().relinearization);
+    std::complex<double> first = 0;
+    for (std::size_t i = 0; i < 4; ++i) first += xm[i] * xm[i];
+    EXPECT_LT(std::abs(out.clear[0] - first), 1e-12);
+    EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+  }
+  ProgramBuilder b = builder(state_at(top));
+  EXPECT_THROW(sum_slots(b, ValueRef{0}, 3), InvalidArgumentError);
+  EXPECT_THROW(sum_slots(b, ValueRef{0}, 2 * slots()), InvalidArgumentError);
+}
+
+TEST_F(Circuits, AlignReachesLevelAndScaleExactly) {
+  const int top = f().context->max_level();
+  const Message xm = f().random_message(1.0);
+  const double target = std::ldexp(1.0, 33);
+  ProgramBuilder b = builder(state_at(top));
+  const ValueRef y = align(b, ValueRef{0}, 2, target);
+  const Outcome out = run(b, y, xm, top);
+  EXPECT_EQ(out.state.level, 2);
+  EXPECT_LT(relative(out.state.scale, target), 1e-12);
+  EXPECT_LT(max_error(xm, out.decrypted), 1e-5);
+
+  ProgramBuilder same = builder(state_at(top));
+  const ValueRef dropped = align(same, ValueRef{0}, 3, f().scale());  // same scale: a drop, no level used
+  EXPECT_EQ(same.state(dropped).level, 3);
+  EXPECT_THROW(align(same, dropped, 3, target), StateError);   // setting a scale needs a level above
+  EXPECT_THROW(align(same, dropped, 4, f().scale()), StateError);  // cannot go up
+}
+
+}  // namespace
+}  // namespace fhelium::circuits
