@@ -14,19 +14,28 @@ namespace {
 // scales are equal when they agree to floating rounding.
 bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
-[[noreturn]] void state_error(const std::string& op, const std::string& detail, const ValueState& a) {
-  throw StateError(op + ": " + detail + "; operand state " + a.describe());
+[[noreturn]] void state_error(const std::string& op, const std::string& detail, const ValueState& a,
+                              const std::string& field, const std::string& expected, const std::string& got) {
+  throw StateError(op + ": " + detail + "; operand state " + a.describe(), StateError::Mismatch{op, field, expected, got});
+}
+
+std::string scale_bits(double scale) {
+  std::ostringstream s;
+  s << "2^" << std::log2(scale);
+  return s.str();
 }
 
 void require_ntt(const std::string& op, const ValueState& s) {
-  if (s.domain != Domain::ntt) state_error(op, "operand is in the coefficient domain, expected the ntt domain", s);
+  if (s.domain != Domain::ntt) {
+    state_error(op, "operand is in the coefficient domain, expected the ntt domain", s, "domain", "ntt", "coefficient");
+  }
 }
 
 void require_components(const std::string& op, const ValueState& s, int components) {
   if (s.components != components) {
     state_error(op, "operand has " + std::to_string(s.components) + " components, expected " +
                         std::to_string(components),
-                s);
+                s, "components", std::to_string(components), std::to_string(s.components));
   }
 }
 
@@ -34,7 +43,7 @@ void require_same_level(const std::string& op, const ValueState& a, const ValueS
   if (a.level != b.level) {
     state_error(op, "operands are at levels " + std::to_string(a.level) + " and " + std::to_string(b.level) +
                         ", expected equal levels (use drop_to_level)",
-                b);
+                b, "level", "equal levels", std::to_string(a.level) + " and " + std::to_string(b.level));
   }
 }
 
@@ -42,15 +51,13 @@ void require_same_level(const std::string& op, const ValueState& a, const ValueS
 void require_aligned(const std::string& op, const ValueState& a, const ValueState& b) {
   require_same_level(op, a, b);
   if (!same_scale(a.scale, b.scale)) {
-    std::ostringstream s;
-    s << "operands have scales 2^" << std::log2(a.scale) << " and 2^" << std::log2(b.scale)
-      << ", expected equal scales";
-    state_error(op, s.str(), b);
+    const std::string got = scale_bits(a.scale) + " and " + scale_bits(b.scale);
+    state_error(op, "operands have scales " + got + ", expected equal scales", b, "scale", "equal scales", got);
   }
   if (a.domain != b.domain) {
-    state_error(op, "operands are in the " + to_string(a.domain) + " and " + to_string(b.domain) +
-                        " domains, expected the same domain",
-                b);
+    const std::string got = to_string(a.domain) + " and " + to_string(b.domain);
+    state_error(op, "operands are in the " + got + " domains, expected the same domain", b, "domain", "the same domain",
+                got);
   }
 }
 
@@ -74,15 +81,21 @@ void Engine::check_own(const Value& v, const char* what) const {
   if (s.context_id != context_->id()) {
     state_error(what, "operand belongs to context " + std::to_string(s.context_id) + ", expected context " +
                           std::to_string(context_->id()),
-                s);
+                s, "context", std::to_string(context_->id()), std::to_string(s.context_id));
   }
-  if (s.word_size != context_->word_size()) state_error(what, "operand word size differs from the context's", s);
-  if (s.basis != Basis::Q) state_error(what, "operand is in basis QP, expected basis Q", s);
+  if (s.word_size != context_->word_size()) {
+    state_error(what, "operand word size differs from the context's", s, "word size",
+                std::to_string(static_cast<int>(context_->word_size())), std::to_string(static_cast<int>(s.word_size)));
+  }
+  if (s.basis != Basis::Q) state_error(what, "operand is in basis QP, expected basis Q", s, "basis", "Q", "QP");
   if (s.level < 0 || s.level > context_->max_level()) {
-    state_error(what, "operand level is out of range 0.." + std::to_string(context_->max_level()), s);
+    state_error(what, "operand level is out of range 0.." + std::to_string(context_->max_level()), s, "level",
+                "0.." + std::to_string(context_->max_level()), std::to_string(s.level));
   }
   if (!v.buffer || v.buffer->size_bytes() < s.words(*context_) * word_bytes(s.word_size)) {
-    state_error(what, "operand has no storage of the size its state needs", s);
+    state_error(what, "operand has no storage of the size its state needs", s, "storage",
+                std::to_string(s.words(*context_) * word_bytes(s.word_size)) + " bytes",
+                std::to_string(v.buffer ? v.buffer->size_bytes() : 0) + " bytes");
   }
 }
 
@@ -373,7 +386,9 @@ Ciphertext Engine::multiply_integer(const Ciphertext& a, std::int64_t value) con
 Ciphertext Engine::rescale(const Ciphertext& a) const {
   check_own(a, "rescale");
   require_ntt("rescale", a.state);
-  if (a.state.level == 0) state_error("rescale", "operand is at level 0, expected level >= 1", a.state);
+  if (a.state.level == 0) {
+    state_error("rescale", "operand is at level 0, expected level >= 1", a.state, "level", ">= 1", "0");
+  }
   ValueState s = a.state;
   s.level -= 1;
   s.scale = a.state.scale / static_cast<double>(context_->q()[static_cast<std::size_t>(a.state.level)].value);
@@ -388,7 +403,7 @@ V Engine::dropped(const V& v, int level) const {
   if (level < 0 || level > v.state.level) {
     state_error("drop_to_level", "target level " + std::to_string(level) + " is out of range, expected 0.." +
                                      std::to_string(v.state.level),
-                v.state);
+                v.state, "level", "0.." + std::to_string(v.state.level), std::to_string(level));
   }
   V out;
   out.state = v.state;
@@ -493,7 +508,9 @@ std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<co
 
 Ciphertext Engine::to_ntt(const Ciphertext& a) const {
   check_own(a, "to_ntt");
-  if (a.state.domain != Domain::coefficient) state_error("to_ntt", "operand is already in the ntt domain", a.state);
+  if (a.state.domain != Domain::coefficient) {
+    state_error("to_ntt", "operand is already in the ntt domain", a.state, "domain", "coefficient", "ntt");
+  }
   ValueState s = a.state;
   s.domain = Domain::ntt;
   Ciphertext out = make_ciphertext(s);

@@ -39,8 +39,8 @@ Slots zip(const Slots& a, const Slots& b, F f) {
 
 }  // namespace
 
-std::map<std::string, Slots> evaluate_clear(const Program& program, const std::map<std::string, Slots>& inputs,
-                                            const std::map<std::string, Slots>& constants, std::size_t slots) {
+std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<std::string, Slots>& inputs,
+                                         const std::map<std::string, Slots>& constants, std::size_t slots) {
   if (slots == 0) throw InvalidArgumentError("evaluate_clear: slot count 0, expected at least one slot");
   const auto& infos = program.values();
   std::vector<Slots> values(infos.size());
@@ -111,6 +111,12 @@ std::map<std::string, Slots> evaluate_clear(const Program& program, const std::m
       }
     }
   }
+  return values;
+}
+
+std::map<std::string, Slots> evaluate_clear(const Program& program, const std::map<std::string, Slots>& inputs,
+                                            const std::map<std::string, Slots>& constants, std::size_t slots) {
+  const std::vector<Slots> values = evaluate_clear_values(program, inputs, constants, slots);
   std::map<std::string, Slots> out;
   for (const auto& [name, id] : program.outputs()) out[name] = values[static_cast<std::size_t>(id)];
   return out;

@@ -187,7 +187,9 @@ Executable link(const PreparedProgram& prepared, const Engine& engine, const Mat
   return exe;
 }
 
-ValueTree Executable::run(const ValueTree& inputs) const {
+ValueTree Executable::run(const ValueTree& inputs) const { return run(inputs, nullptr); }
+
+ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer) const {
   const Program& program = prepared_.program();
   const std::string where = "run " + program.name() + ": ";
   if (!inputs.is_map()) {
@@ -260,6 +262,7 @@ ValueTree Executable::run(const ValueTree& inputs) const {
     for (int v : node.results) {
       if (last_use[static_cast<std::size_t>(v)] == k) live[static_cast<std::size_t>(v)].reset();  // never used
     }
+    if (observer) observer(k);
   }
 
   ValueTree::Map outputs;

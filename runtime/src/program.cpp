@@ -159,7 +159,7 @@ void rethrow_with_prefix(const std::string& prefix) {
   } catch (const ParameterError& e) {
     throw ParameterError(prefix + e.what());
   } catch (const StateError& e) {
-    throw StateError(prefix + e.what());
+    throw StateError(prefix + e.what(), e.mismatch());
   } catch (const MissingKeyError& e) {
     throw MissingKeyError(prefix + e.what());
   } catch (const InvalidArgumentError& e) {

@@ -297,6 +297,10 @@ void ProgramBuilder::name(ValueRef value, const std::string& name) {
   names_[name] = value.id;
 }
 
+KeyRequirements ProgramBuilder::required_keys() const {
+  return detail::key_requirements(program_, *tracker("required_keys").context());
+}
+
 PreparedProgram ProgramBuilder::prepare() const {
   const detail::StateTracker& states = tracker("prepare");
   PreparedProgram prepared;

@@ -1,6 +1,7 @@
 #include "state_tracker.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "fhelium/error.hpp"
 #include "program_internal.hpp"
@@ -38,6 +39,11 @@ StateTracker::StateTracker(std::shared_ptr<const Context> context)
   relinearization_key_.digits = context_->key_digits();
   relinearization_key_.buffer = backend_->allocate(0);
   galois_keys_.context_id = context_->id();
+  double sum = 0;
+  for (const auto& q : context_->q()) {
+    sum += std::log2(static_cast<double>(q.value));
+    log_q_.push_back(sum);
+  }
 }
 
 StateTracker::Slot& StateTracker::slot(int id) {
@@ -120,6 +126,20 @@ void StateTracker::apply(const Program& program, const Node& node) {
     results = execute_node(engine_, node, operands, relinearization_key_, galois_keys_);
   } catch (const Error&) {
     rethrow_with_prefix(label + ": ");
+  }
+  // A result whose scale reaches the modulus decrypts to garbage.
+  for (const Ciphertext& r : results) {
+    const double bits = std::log2(r.state.scale);
+    const double modulus = log_q_[static_cast<std::size_t>(r.state.level)];
+    if (bits >= modulus - 1) {
+      char got[32], expected[96];
+      std::snprintf(got, sizeof got, "2^%.1f", bits);
+      std::snprintf(expected, sizeof expected, "the modulus at level %d (2^%.1f)", r.state.level, modulus);
+      const std::string op = to_string(node.op);
+      throw StateError(label + ": " + op + ": the result's scale " + got + " does not fit " + expected +
+                           ": rescale the operands first",
+                       StateError::Mismatch{op, "scale", expected, got});
+    }
   }
   std::size_t next_constant = 0;
   for (int arg : node.args) {

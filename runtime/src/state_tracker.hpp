@@ -51,6 +51,7 @@ class StateTracker {
   RelinKey relinearization_key_;
   GaloisKeys galois_keys_;
   std::vector<Slot> slots_;
+  std::vector<double> log_q_;  // log2 of Q at each level
 };
 
 }  // namespace fhelium::runtime::detail

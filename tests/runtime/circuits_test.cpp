@@ -262,7 +262,7 @@ TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
   const auto [rows, cols] = GetParam();
   const auto matrix = random_matrix(rows, cols, rng_);
   const LinearTransform lt = LinearTransform::from_matrix(matrix, slots());
-  EXPECT_EQ(lt.key_switches(), fewest_rotations(lt.diagonal_indices(), static_cast<long>(lt.period())));
+  EXPECT_EQ(lt.key_switches(), fewest_rotations(lt.diagonal_indices(), static_cast<long>(lt.input_period())));
   const int level = f().context->max_level() - 1;
   ProgramBuilder b = builder(state_at(level));
   const ValueRef y = lt.apply(b, ValueRef{0});
@@ -278,9 +278,9 @@ TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
   const auto steps = lt.rotation_steps();
   EXPECT_EQ(needed.rotation_steps, std::set<long>(steps.begin(), steps.end()));
   EXPECT_FALSE(needed.relinearization);
-  // y = M x in the first `rows` slots of every period, zeros in the padding.
+  // y = M x in the first `rows` slots of every output period, zeros in the padding.
   for (std::size_t i = 0; i < slots(); ++i) {
-    const std::size_t r = i % lt.period();
+    const std::size_t r = i % lt.output_period();
     std::complex<double> expected = 0;
     if (r < rows) {
       for (std::size_t j = 0; j < cols; ++j) expected += matrix[r][j] * x[j];
@@ -289,6 +289,23 @@ TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
   }
   EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5 * static_cast<double>(cols));
   EXPECT_LT(max_error(lt.apply_clear(xm), out.clear), 1e-12);
+  EXPECT_LE(lt.diagonal_indices().size(), lt.input_period());  // one diagonal per column at most
+}
+
+TEST_F(Circuits, EveryRotationHoistedWhenAsked) {
+  const auto matrix = random_matrix(16, 16, rng_);
+  const LinearTransform lt = LinearTransform::from_matrix(matrix, slots()).with_baby_step(16);
+  EXPECT_TRUE(lt.giant_steps().empty());
+  EXPECT_EQ(lt.baby_steps().size(), 15u);
+  const int top = f().context->max_level();
+  ProgramBuilder b = builder(state_at(top));
+  const Message x = real_message(-1.0, 1.0);
+  const Message xm = lt.pack(Message(x.begin(), x.begin() + 16));
+  const Outcome out = run(b, lt.apply(b, ValueRef{0}), xm, top);
+  EXPECT_LT(max_error(lt.apply_clear(xm), out.clear), 1e-12);
+  EXPECT_LT(max_error(out.clear, out.decrypted), 1e-4);
+  EXPECT_THROW(lt.with_baby_step(17), InvalidArgumentError);
+  EXPECT_THROW(lt.with_baby_step(0), InvalidArgumentError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearTransformCircuit,

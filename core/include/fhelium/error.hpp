@@ -1,6 +1,7 @@
 // Typed errors. Every message names the value, its state and what was expected.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -27,7 +28,26 @@ class SecurityError : public ParameterError {
 // not fit the operation.
 class StateError : public Error {
  public:
+  // The rule that failed, for callers that explain it in their own terms
+  // (the YAML pipeline names its steps and suggests a fix): the operation,
+  // the state field ("level", "scale", "domain", "components", "context",
+  // "word size", "basis", "storage") and the expected and actual values as
+  // text ("2", "3"; "equal levels", "3 and 4").
+  struct Mismatch {
+    std::string operation;
+    std::string field;
+    std::string expected;
+    std::string got;
+  };
+
   using Error::Error;
+  StateError(const std::string& message, std::optional<Mismatch> mismatch)
+      : Error(message), mismatch_(std::move(mismatch)) {}
+  // Empty for state errors that are not one rule (a host value of the wrong size).
+  const std::optional<Mismatch>& mismatch() const { return mismatch_; }
+
+ private:
+  std::optional<Mismatch> mismatch_;
 };
 
 // A relinearization, rotation or conjugation key that was not provided.

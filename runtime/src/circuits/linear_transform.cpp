@@ -56,14 +56,18 @@ long best_baby_step(const std::vector<long>& diagonals, std::size_t period) {
   return best;
 }
 
-LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t period, std::size_t slots)
-    : period_(checked_period(period, slots)), slots_(slots) {
-  const long d = static_cast<long>(period);
+LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t input_period,
+                                 std::size_t output_period, std::size_t slots)
+    : input_period_(checked_period(input_period, slots)),
+      output_period_(checked_period(output_period, slots)),
+      slots_(slots) {
+  const long d = static_cast<long>(input_period_);
+  const std::size_t values_per_diagonal = period();
   for (auto& [k, values] : diagonals) {
-    if (values.size() != period) {
+    if (values.size() != values_per_diagonal) {
       throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " has " +
                                  std::to_string(values.size()) + " values, expected the period " +
-                                 std::to_string(period));
+                                 std::to_string(values_per_diagonal));
     }
     bool zero = true;
     for (const auto& v : values) {
@@ -76,17 +80,27 @@ LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t pe
     const long index = ((k % d) + d) % d;
     if (diagonals_.count(index) != 0) {
       throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " is given twice (as " +
-                                 std::to_string(index) + " modulo the period " + std::to_string(period) + ")");
+                                 std::to_string(index) + " modulo the period " + std::to_string(input_period_) + ")");
     }
     diagonals_[index] = std::move(values);
   }
   if (diagonals_.empty()) throw InvalidArgumentError("linear transform: every diagonal is zero");
-  baby_ = best_baby_step(diagonal_indices(), period_);
+  baby_ = best_baby_step(diagonal_indices(), input_period_);
 }
 
 LinearTransform LinearTransform::from_diagonals(std::map<long, Slots> diagonals, std::size_t period,
                                                 std::size_t slots) {
-  return LinearTransform(std::move(diagonals), period, slots);
+  return LinearTransform(std::move(diagonals), period, period, slots);
+}
+
+LinearTransform LinearTransform::with_baby_step(long n1) const {
+  if (n1 < 1 || n1 > static_cast<long>(input_period_)) {
+    throw InvalidArgumentError("linear transform: baby step " + std::to_string(n1) + ", expected 1.." +
+                               std::to_string(input_period_));
+  }
+  LinearTransform out = *this;
+  out.baby_ = n1;
+  return out;
 }
 
 LinearTransform LinearTransform::from_matrix(const std::vector<Slots>& matrix, std::size_t slots) {
@@ -99,23 +113,25 @@ LinearTransform LinearTransform::from_matrix(const std::vector<Slots>& matrix, s
                                  std::to_string(matrix[i].size()) + " entries, expected " + std::to_string(cols));
     }
   }
-  std::size_t period = 1;
-  while (period < std::max(rows, cols)) period *= 2;
-  if (period > slots) {
+  std::size_t px = 1, py = 1;
+  while (px < cols) px *= 2;
+  while (py < rows) py *= 2;
+  if (std::max(px, py) > slots) {
     throw InvalidArgumentError("linear transform: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                               " matrix needs period " + std::to_string(period) + ", more than the slot count " +
-                               std::to_string(slots));
+                               " matrix needs period " + std::to_string(std::max(px, py)) +
+                               ", more than the slot count " + std::to_string(slots));
   }
+  const std::size_t period = std::max(px, py);
   std::map<long, Slots> diagonals;
-  for (std::size_t k = 0; k < period; ++k) {
+  for (std::size_t k = 0; k < px; ++k) {
     Slots diagonal(period);
-    for (std::size_t i = 0; i < rows; ++i) {
-      const std::size_t j = (i + k) % period;
-      if (j < cols) diagonal[i] = matrix[i][j];
+    for (std::size_t j = 0; j < period; ++j) {
+      const std::size_t r = j % py, c = (j + k) % px;
+      if (r < rows && c < cols) diagonal[j] = matrix[r][c];
     }
     diagonals[static_cast<long>(k)] = std::move(diagonal);
   }
-  return LinearTransform(std::move(diagonals), period, slots);
+  return LinearTransform(std::move(diagonals), px, py, slots);
 }
 
 LinearTransform LinearTransform::from_matrix(const std::vector<std::vector<double>>& matrix, std::size_t slots) {
@@ -149,13 +165,13 @@ std::vector<long> LinearTransform::rotation_steps() const {
 }
 
 Slots LinearTransform::pack(const Slots& x) const {
-  if (x.size() > period_) {
+  if (x.size() > input_period_) {
     throw InvalidArgumentError("linear transform: a vector of " + std::to_string(x.size()) +
-                               " entries, expected at most the period " + std::to_string(period_));
+                               " entries, expected at most the input period " + std::to_string(input_period_));
   }
   Slots out(slots_);
   for (std::size_t i = 0; i < slots_; ++i) {
-    const std::size_t j = i % period_;
+    const std::size_t j = i % input_period_;
     if (j < x.size()) out[i] = x[j];
   }
   return out;
@@ -164,10 +180,10 @@ Slots LinearTransform::pack(const Slots& x) const {
 // rotate(diag_k, -giant), repeated over all slots.
 Slots LinearTransform::pre_rotated(long k, long giant) const {
   const Slots& diagonal = diagonals_.at(k);
-  const long d = static_cast<long>(period_);
+  const long d = static_cast<long>(period());
   Slots out(slots_);
   for (std::size_t i = 0; i < slots_; ++i) {
-    const long j = ((static_cast<long>(i % period_) - giant) % d + d) % d;
+    const long j = ((static_cast<long>(i) - giant) % d + d) % d;
     out[i] = diagonal[static_cast<std::size_t>(j)];
   }
   return out;
@@ -213,7 +229,7 @@ Slots LinearTransform::apply_clear(const Slots& x) const {
   Slots y(slots_);
   for (const auto& [k, diagonal] : diagonals_) {
     for (std::size_t i = 0; i < slots_; ++i) {
-      y[i] += diagonal[i % period_] * x[(i + static_cast<std::size_t>(k)) % slots_];
+      y[i] += diagonal[i % period()] * x[(i + static_cast<std::size_t>(k)) % slots_];
     }
   }
   return y;

@@ -1,5 +1,6 @@
-// Running a compiled pipeline: keys, encryption, the calculation (eager,
-// program or graph), decryption, errors against the clear calculation.
+// Running a compiled pipeline: keys, encryption, the calculation (one
+// Executable: node by node with each step timed, or program, or graph),
+// decryption, errors against the clear calculation.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -82,9 +83,8 @@ class Runner {
   PipelineReport run() {
     const auto started = Clock::now();
     fill_plan_report();
-    // Program and graph modes: the Program is built and prepared (its own
-    // state checks) before the backend is created or anything encrypted.
-    if (spec_.execution.mode != ExecutionMode::eager) build_program();
+    // The Program is prepared before the backend is created or anything encrypted.
+    prepare_program();
     if (!options_.backend_factory) throw InvalidArgumentError("run_pipeline: RunOptions.backend_factory is not set");
     std::shared_ptr<Backend> backend = options_.backend_factory(spec_.backend);
     if (!backend) throw InvalidArgumentError("run_pipeline: the backend factory returned no backend");
@@ -187,23 +187,24 @@ class Runner {
   // ciphertext file, in the state the plan gives it.
   void load_inputs() {
     std::set<std::string> inputs;
-    for (const IrValue& v : c_.values) {
-      if (v.kind != ValueKind::input) continue;
-      inputs.insert(v.name);
-      const auto file = server()->input_ciphertexts.find(v.name);
+    for (const auto& [name, v] : c_.named) {
+      if (v.input < 0 || !v.encrypted) continue;
+      inputs.insert(name);
+      const auto file = server()->input_ciphertexts.find(name);
       if (file == server()->input_ciphertexts.end()) {
-        throw InvalidArgumentError("input '" + v.name + "' is encrypted and has no ciphertext file: pass --input " +
-                                   v.name + "=FILE");
+        throw InvalidArgumentError("input '" + name + "' is encrypted and has no ciphertext file: pass --input " +
+                                   name + "=FILE");
       }
       HostValue ct = load_ciphertext_file(file->second, *context_);
       const ValueState& got = ct.state;
-      if (got.level != v.state.level || !same_scale(got.scale, v.state.scale) ||
-          got.components != v.state.components) {
-        throw StateError("ciphertext file '" + file->second + "' for input '" + v.name + "' is " + got.describe() +
-                         ", expected level " + std::to_string(v.state.level) + " and scale 2^" +
-                         std::to_string(std::log2(v.state.scale)) + " as the pipeline encrypts it");
+      const ValueState& expected = c_.builder.state(v.ref);
+      if (got.level != expected.level || !same_scale(got.scale, expected.scale) ||
+          got.components != expected.components) {
+        throw StateError("ciphertext file '" + file->second + "' for input '" + name + "' is " + got.describe() +
+                         ", expected level " + std::to_string(expected.level) + " and scale 2^" +
+                         std::to_string(std::log2(expected.scale)) + " as the pipeline encrypts it");
       }
-      loaded_inputs_[v.name] = std::move(ct);
+      loaded_inputs_[name] = std::move(ct);
     }
     for (const auto& [name, file] : server()->input_ciphertexts) {
       if (!inputs.count(name)) {
@@ -247,19 +248,18 @@ class Runner {
     report_.keygen_ms = ms_since(start);
   }
 
-  // Fresh encryptions of every encrypted input, by IR value id.
-  std::map<int, Ciphertext> encrypt_inputs() {
-    std::map<int, Ciphertext> out;
-    for (std::size_t id = 0; id < c_.values.size(); ++id) {
-      const IrValue& v = c_.values[id];
-      if (v.kind != ValueKind::input) continue;
+  // Fresh encryptions of every encrypted input, by name.
+  ValueTree::Map encrypt_inputs() {
+    ValueTree::Map out;
+    for (const auto& [name, v] : c_.named) {
+      if (v.input < 0 || !v.encrypted) continue;
       if (server()) {
-        out[static_cast<int>(id)] = engine_->upload_ciphertext(loaded_inputs_.at(v.name));
+        out.emplace(name, engine_->upload_ciphertext(loaded_inputs_.at(name)));
         continue;
       }
-      const HostValue pt =
-          encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], v.state.level, v.state.scale);
-      out[static_cast<int>(id)] = engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_));
+      const ValueState& s = c_.builder.state(v.ref);
+      const HostValue pt = encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], s.level, s.scale);
+      out.emplace(name, engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_)));
     }
     engine_->backend().synchronize();
     return out;
@@ -267,65 +267,87 @@ class Runner {
 
   Slots decrypt(const HostValue& value) const { return encoder_->decode(decryptor_->decrypt(value, *sk_)); }
 
-  // ---- eager: each step through the Engine, timed ----
+  // A value of one repetition: an input as encrypted, or a result from the run's tree.
+  HostValue download(const ValueTree::Map& inputs, const ValueTree& out, const std::string& name) const {
+    const auto input = inputs.find(name);
+    if (input != inputs.end()) return engine_->download(input->second.ciphertext());
+    return engine_->download(out.at(name).ciphertext());
+  }
+
+  // ---- the Program, prepared once for every mode ----
+
+  // Outputs: in eager mode every step result (timed and checked step by
+  // step), otherwise the pipeline's computed outputs.
+  void prepare_program() {
+    ProgramBuilder& b = c_.builder;
+    std::set<std::string> outputs;
+    if (spec_.execution.mode == ExecutionMode::eager) {
+      for (const auto& names : c_.step_results) outputs.insert(names.begin(), names.end());
+    }
+    for (const OutputSpec& o : spec_.outputs) {
+      if (c_.named.at(o.value).input < 0) outputs.insert(o.value);  // an input is decrypted directly
+    }
+    if (outputs.empty()) {
+      throw PipelineError(
+          spec_.outputs.front().mark, spec_.outputs.front().key,
+          "in " + to_string(spec_.execution.mode) + " mode at least one output must be a computed value");
+    }
+    for (const std::string& name : outputs) b.output(name, c_.named.at(name).ref);
+    prepared_ = std::make_unique<PreparedProgram>(b.prepare());
+  }
+
+  Executable make_executable() {
+    Materials materials;
+    materials.relinearization_key = c_.plan.relinearization_key ? &rk_ : nullptr;
+    materials.galois_keys = &gk_;
+    for (const auto& [name, values] : c_.builder.constant_values()) materials.constants[name] = values;
+    return link(*prepared_, *engine_, materials);
+  }
+
+  // ---- eager: the Program node by node, each step timed ----
 
   void run_eager() {
-    // Plaintext constants, encoded once.
-    std::map<int, Plaintext> constants;
     const auto setup = Clock::now();
-    for (std::size_t id = 0; id < c_.values.size(); ++id) {
-      const IrValue& v = c_.values[id];
-      if (v.kind != ValueKind::constant) continue;
-      constants[static_cast<int>(id)] =
-          engine_->upload_plaintext(encoder_->encode(v.constant, v.state.level, v.state.scale));
-    }
+    const Executable exe = make_executable();
+    engine_->backend().synchronize();
     report_.setup_ms = ms_since(setup);
-    // Release intermediates after their last use.
-    std::vector<int> last_use(c_.values.size(), -1);
-    for (std::size_t i = 0; i < c_.ops.size(); ++i) {
-      for (int a : c_.ops[i].args) last_use[static_cast<std::size_t>(a)] = static_cast<int>(i);
-    }
-    const int reps = spec_.execution.repetitions;
-    const int total = reps + spec_.execution.warmup;
+    const int total = spec_.execution.repetitions + spec_.execution.warmup;
     const std::size_t steps = spec_.steps.size();
     std::vector<std::vector<double>> step_ms(steps);
     std::vector<double> encrypt_ms;
     for (int rep = 0; rep < total; ++rep) {
       const bool timed = rep >= spec_.execution.warmup;
       const auto enc = Clock::now();
-      std::map<int, Ciphertext> inputs = encrypt_inputs();
+      const ValueTree::Map inputs = encrypt_inputs();
       encrypt_ms.push_back(ms_since(enc));
-      std::vector<Ciphertext> values(c_.values.size());
-      for (auto& [id, ct] : inputs) values[static_cast<std::size_t>(id)] = ct;
       const auto run_start = Clock::now();
-      for (std::size_t s = 0; s < steps; ++s) {
-        const auto step_start = Clock::now();
-        for (std::size_t i = c_.step_ops[s].first; i < c_.step_ops[s].second; ++i) {
-          execute(c_.ops[i], values, constants);
-          for (int a : c_.ops[i].args) {
-            const auto ai = static_cast<std::size_t>(a);
-            if (last_use[ai] == static_cast<int>(i) && !c_.values[ai].named &&
-                c_.values[ai].kind == ValueKind::result) {
-              values[ai] = Ciphertext{};
-            }
-          }
+      auto step_start = run_start;
+      std::size_t step = 0;
+      // A step ends after its last node (a step of no node ends at once).
+      const auto finish_steps = [&](std::size_t nodes_done) {
+        while (step < steps && c_.step_nodes[step].second <= nodes_done) {
+          engine_->backend().synchronize();
+          if (timed) step_ms[step].push_back(ms_since(step_start));
+          step_start = Clock::now();
+          progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep) * steps + step + 1,
+                   static_cast<std::size_t>(total) * steps, spec_.steps[step].name);
+          ++step;
         }
-        engine_->backend().synchronize();
-        if (timed) step_ms[s].push_back(ms_since(step_start));
-        progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep) * steps + s + 1,
-                 static_cast<std::size_t>(total) * steps, spec_.steps[s].name);
-      }
+      };
+      finish_steps(0);
+      const ValueTree out = exe.run(ValueTree(inputs), [&](std::size_t node) { finish_steps(node + 1); });
+      finish_steps(c_.builder.node_count());
       if (!timed) continue;
       report_.total_ms.push_back(ms_since(run_start));
       const bool last = rep + 1 == total;
-      collect_outputs([&](int ir) { return engine_->download(values[static_cast<std::size_t>(ir)]); });
+      collect_outputs([&](const std::string& name) { return download(inputs, out, name); });
       if (last && spec_.report.step_errors && !server()) {
         for (std::size_t s = 0; s < steps; ++s) {
           Slots expected, actual;
           std::vector<std::size_t> slots;
           for (const std::string& name : c_.step_results[s]) {
             const NamedValue& nv = c_.named.at(name);
-            const Slots got = decrypt(engine_->download(values[static_cast<std::size_t>(nv.ir)]));
+            const Slots got = decrypt(download(inputs, out, name));
             for (std::size_t j = 0; j < std::max<std::size_t>(nv.length, 1); ++j) {
               slots.push_back(expected.size());
               expected.push_back(nv.clear[j]);
@@ -340,240 +362,7 @@ class Runner {
     report_.encrypt_ms = median(encrypt_ms);
   }
 
-  void execute(const IrOp& op, std::vector<Ciphertext>& v, const std::map<int, Plaintext>& constants) {
-    const Engine& e = *engine_;
-    const auto ct = [&](std::size_t k) -> const Ciphertext& { return v[static_cast<std::size_t>(op.args[k])]; };
-    const auto is_constant = [&](std::size_t k) { return constants.count(op.args[k]) != 0; };
-    const auto pt = [&](std::size_t k) -> const Plaintext& { return constants.at(op.args[k]); };
-    Ciphertext& out = v[static_cast<std::size_t>(op.results[0])];
-    switch (op.op) {
-      case OpKind::add:
-        out = is_constant(1) ? e.add(ct(0), pt(1)) : e.add(ct(0), ct(1));
-        break;
-      case OpKind::sub:
-        out = is_constant(1) ? e.sub(ct(0), pt(1)) : e.sub(ct(0), ct(1));
-        break;
-      case OpKind::negate:
-        out = e.negate(ct(0));
-        break;
-      case OpKind::add_scalar:
-        out = e.add_scalar(ct(0), op.scalar);
-        break;
-      case OpKind::sub_scalar:
-        out = e.sub_scalar(ct(0), op.scalar);
-        break;
-      case OpKind::multiply:
-        out = e.multiply(ct(0), ct(1));
-        break;
-      case OpKind::relinearize:
-        out = e.relinearize(ct(0), rk_);
-        break;
-      case OpKind::multiply_plain:
-        out = e.multiply_plain(ct(0), pt(1));
-        break;
-      case OpKind::multiply_scalar:
-        out = e.multiply_scalar(ct(0), op.scalar, op.scalar_scale);
-        break;
-      case OpKind::multiply_integer:
-        out = e.multiply_integer(ct(0), op.integer);
-        break;
-      case OpKind::rescale:
-        out = e.rescale(ct(0));
-        break;
-      case OpKind::drop_to_level:
-        out = e.drop_to_level(ct(0), op.level);
-        break;
-      case OpKind::rotate:
-        out = e.rotate(ct(0), op.step, gk_);
-        break;
-      case OpKind::conjugate:
-        out = e.conjugate(ct(0), gk_);
-        break;
-      case OpKind::rotate_hoisted: {
-        auto results = e.rotate_hoisted(ct(0), op.steps, gk_);
-        for (std::size_t i = 0; i < results.size(); ++i)
-          v[static_cast<std::size_t>(op.results[i])] = std::move(results[i]);
-        break;
-      }
-      case OpKind::to_ntt:
-        out = e.to_ntt(ct(0));
-        break;
-      case OpKind::to_coefficient:
-        out = e.to_coefficient(ct(0));
-        break;
-      case OpKind::sum: {
-        std::vector<Ciphertext> operands;
-        for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(ct(k));
-        out = e.sum(operands);
-        break;
-      }
-      case OpKind::multiply_relinearize_rescale:
-        out = e.multiply_relinearize_rescale(ct(0), ct(1), rk_);
-        break;
-    }
-  }
-
   // ---- program and graph: one Executable ----
-
-  void build_program() {
-    ProgramBuilder b(spec_.name);
-    std::vector<ValueRef> refs(c_.values.size());
-    std::vector<bool> used(c_.values.size(), false);
-    for (const IrOp& op : c_.ops) {
-      for (int a : op.args) used[static_cast<std::size_t>(a)] = true;
-    }
-    for (std::size_t id = 0; id < c_.values.size(); ++id) {
-      const IrValue& v = c_.values[id];
-      if (v.kind == ValueKind::input && used[id]) {
-        refs[id] = b.input(v.name);
-        input_names_[static_cast<int>(id)] = v.name;
-      }
-      if (v.kind == ValueKind::constant) refs[id] = b.constant(v.name, v.state.scale);
-    }
-    for (const IrOp& op : c_.ops) {
-      const auto r = [&](std::size_t k) { return refs[static_cast<std::size_t>(op.args[k])]; };
-      ValueRef out;
-      switch (op.op) {
-        case OpKind::add:
-          out = b.add(r(0), r(1));
-          break;
-        case OpKind::sub:
-          out = b.sub(r(0), r(1));
-          break;
-        case OpKind::negate:
-          out = b.negate(r(0));
-          break;
-        case OpKind::add_scalar:
-          out = b.add_scalar(r(0), op.scalar);
-          break;
-        case OpKind::sub_scalar:
-          out = b.sub_scalar(r(0), op.scalar);
-          break;
-        case OpKind::multiply:
-          out = b.multiply(r(0), r(1));
-          break;
-        case OpKind::relinearize:
-          out = b.relinearize(r(0));
-          break;
-        case OpKind::multiply_plain:
-          out = b.multiply_plain(r(0), r(1));
-          break;
-        case OpKind::multiply_scalar:
-          out = b.multiply_scalar(r(0), op.scalar, op.scalar_scale);
-          break;
-        case OpKind::multiply_integer:
-          out = b.multiply_integer(r(0), op.integer);
-          break;
-        case OpKind::rescale:
-          out = b.rescale(r(0));
-          break;
-        case OpKind::drop_to_level:
-          out = b.drop_to_level(r(0), op.level);
-          break;
-        case OpKind::rotate:
-          out = b.rotate(r(0), op.step);
-          break;
-        case OpKind::conjugate:
-          out = b.conjugate(r(0));
-          break;
-        case OpKind::rotate_hoisted: {
-          const auto results = b.rotate_hoisted(r(0), op.steps);
-          for (std::size_t i = 0; i < results.size(); ++i) refs[static_cast<std::size_t>(op.results[i])] = results[i];
-          break;
-        }
-        case OpKind::to_ntt:
-          out = b.to_ntt(r(0));
-          break;
-        case OpKind::to_coefficient:
-          out = b.to_coefficient(r(0));
-          break;
-        case OpKind::sum: {
-          std::vector<ValueRef> operands;
-          for (std::size_t k = 0; k < op.args.size(); ++k) operands.push_back(r(k));
-          out = b.sum(operands);
-          break;
-        }
-        case OpKind::multiply_relinearize_rescale:
-          out = b.multiply_relinearize_rescale(r(0), r(1));
-          break;
-      }
-      if (op.op != OpKind::rotate_hoisted) refs[static_cast<std::size_t>(op.results[0])] = out;
-      for (int result : op.results) {
-        const IrValue& v = c_.values[static_cast<std::size_t>(result)];
-        if (v.named) b.name(refs[static_cast<std::size_t>(result)], v.name);
-      }
-    }
-    for (const OutputSpec& o : spec_.outputs) {
-      const NamedValue& nv = c_.named.at(o.value);
-      if (c_.values[static_cast<std::size_t>(nv.ir)].kind == ValueKind::input) continue;  // decrypted directly
-      if (program_outputs_.count(o.value)) continue;
-      b.output(o.value, refs[static_cast<std::size_t>(nv.ir)]);
-      program_outputs_.insert(o.value);
-    }
-    if (program_outputs_.empty()) {
-      throw PipelineError(
-          spec_.outputs.front().mark, spec_.outputs.front().key,
-          "in " + to_string(spec_.execution.mode) + " mode at least one output must be a computed value");
-    }
-    program_ = std::make_unique<Program>(b.build());
-    std::map<std::string, ValueState> states;
-    for (const auto& [id, name] : input_names_) {
-      const IrState& s = c_.values[static_cast<std::size_t>(id)].state;
-      ValueState vs;
-      vs.context_id = context_->id();
-      vs.word_size = context_->word_size();
-      vs.level = s.level;
-      vs.scale = s.scale;
-      vs.domain = s.domain;
-      vs.basis = Basis::Q;
-      vs.components = s.components;
-      states[name] = vs;
-    }
-    prepared_ = std::make_unique<PreparedProgram>(program_->prepare(context_, states));
-    // The Program's own state inference must agree with the pipeline compiler's.
-    for (const IrValue& v : c_.values) {
-      if (!v.named || (v.kind == ValueKind::input && !states.count(v.name))) continue;
-      if (v.kind == ValueKind::result && !is_program_value(v.name)) continue;
-      const ValueState& p = prepared_->state(v.name);
-      if (p.level != v.state.level || p.components != v.state.components || p.domain != v.state.domain ||
-          !same_scale(p.scale, v.state.scale)) {
-        throw Error("pipeline: the Program's state of '" + v.name + "' (" + p.describe() +
-                    ") differs from the pipeline compiler's (level " + std::to_string(v.state.level) + ")");
-      }
-    }
-  }
-
-  bool is_program_value(const std::string& name) const {
-    for (const ValueInfo& info : program_->values()) {
-      if (info.name == name) return true;
-    }
-    return false;
-  }
-
-  Executable make_executable() {
-    Materials materials;
-    materials.relinearization_key = c_.plan.relinearization_key ? &rk_ : nullptr;
-    materials.galois_keys = &gk_;
-    for (const IrValue& v : c_.values) {
-      if (v.kind == ValueKind::constant) materials.constants[v.name] = v.constant;
-    }
-    return link(*prepared_, *engine_, materials);
-  }
-
-  ValueTree input_tree(const std::map<int, Ciphertext>& inputs) const {
-    ValueTree::Map m;
-    for (const auto& [id, name] : input_names_) m[name] = ValueTree(inputs.at(id));
-    return ValueTree(std::move(m));
-  }
-
-  // Downloads the outputs of one repetition (program outputs from `tree`, input outputs from `inputs`).
-  void collect_from_tree(const ValueTree& tree, const std::map<int, Ciphertext>& inputs) {
-    collect_outputs([&](int ir) {
-      const IrValue& v = c_.values[static_cast<std::size_t>(ir)];
-      if (v.kind == ValueKind::input) return engine_->download(inputs.at(ir));
-      return engine_->download(tree.at(v.name).ciphertext());
-    });
-  }
 
   void run_program() {
     const auto setup = Clock::now();
@@ -585,17 +374,16 @@ class Runner {
     for (int rep = 0; rep < total; ++rep) {
       const bool timed = rep >= spec_.execution.warmup;
       const auto enc = Clock::now();
-      const auto inputs = encrypt_inputs();
+      const ValueTree::Map inputs = encrypt_inputs();
       encrypt_ms.push_back(ms_since(enc));
-      const ValueTree in = input_tree(inputs);
       const auto start = Clock::now();
-      const ValueTree out = exe.run(in);
+      const ValueTree out = exe.run(ValueTree(inputs));
       engine_->backend().synchronize();
       const double ms = ms_since(start);
       progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(total));
       if (!timed) continue;
       report_.total_ms.push_back(ms);
-      collect_from_tree(out, inputs);
+      collect_outputs([&](const std::string& name) { return download(inputs, out, name); });
     }
     report_.encrypt_ms = median(encrypt_ms);
   }
@@ -603,12 +391,11 @@ class Runner {
   void run_graph() {
     const auto setup = Clock::now();
     const Executable exe = make_executable();
-    auto example = encrypt_inputs();
     CaptureOptions capture_options;
     capture_options.warmup = spec_.execution.warmup;
     GraphProgram graph = GraphProgram::capture(
-        engine_->backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); }, input_tree(example),
-        capture_options);
+        engine_->backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); },
+        ValueTree(encrypt_inputs()), capture_options);
     report_.setup_ms = ms_since(setup);
     const CaptureStats& stats = graph.stats();
     report_.capture_ms = stats.capture_seconds * 1000.0;
@@ -618,13 +405,12 @@ class Runner {
     const int reps = spec_.execution.repetitions;
     for (int rep = 0; rep < reps; ++rep) {
       const auto enc = Clock::now();
-      const auto inputs = encrypt_inputs();  // new inputs for every replay
+      const ValueTree::Map inputs = encrypt_inputs();  // new inputs for every replay
       encrypt_ms.push_back(ms_since(enc));
-      const ValueTree in = input_tree(inputs);
       const auto start = Clock::now();
-      const ValueTree out = graph.replay(in);  // synchronized; borrowed until the next replay
+      const ValueTree out = graph.replay(ValueTree(inputs));  // synchronized; borrowed until the next replay
       report_.total_ms.push_back(ms_since(start));
-      collect_from_tree(out, inputs);
+      collect_outputs([&](const std::string& name) { return download(inputs, out, name); });
       progress("run", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(reps));
     }
     graph.close();
@@ -642,7 +428,7 @@ class Runner {
         r.name = o.name;
         r.value = o.value;
         const NamedValue& nv = c_.named.at(o.value);
-        const IrState& s = c_.values[static_cast<std::size_t>(nv.ir)].state;
+        const ValueState& s = c_.builder.state(nv.ref);
         r.level = s.level;
         r.scale = s.scale;
         r.count = o.count.value_or(std::max<std::size_t>(nv.length, 1));
@@ -661,7 +447,7 @@ class Runner {
     for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
       const OutputSpec& o = spec_.outputs[k];
       const NamedValue& nv = c_.named.at(o.value);
-      Slots got = decrypt(download(nv.ir));
+      Slots got = decrypt(download(o.value));
       const ErrorStats e = error_stats(nv.clear, got, slot_indices(outputs_[k].count, o.stride));
       if (e.max > outputs_[k].error.max) {
         outputs_[k].error = e;
@@ -680,7 +466,7 @@ class Runner {
       auto file = server()->output_ciphertexts.find(o.name);
       if (file == server()->output_ciphertexts.end()) file = server()->output_ciphertexts.find(o.value);
       if (file == server()->output_ciphertexts.end()) continue;
-      save_ciphertext_file(file->second, *context_, download(c_.named.at(o.value).ir));
+      save_ciphertext_file(file->second, *context_, download(o.value));
       outputs_[k].file = file->second;
     }
   }
@@ -757,10 +543,7 @@ class Runner {
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Encryptor> encryptor_;
   std::unique_ptr<Decryptor> decryptor_;
-  std::unique_ptr<Program> program_;
   std::unique_ptr<PreparedProgram> prepared_;
-  std::map<int, std::string> input_names_;
-  std::set<std::string> program_outputs_;
   std::vector<OutputReport> outputs_;
   std::vector<Slots> decrypted_;
   std::vector<double> decrypt_ms_;

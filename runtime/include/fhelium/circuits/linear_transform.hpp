@@ -1,10 +1,12 @@
 // y = M x by the diagonal method with baby-step giant-step rotations.
 //
-// Vectors are packed with a period d (a power of two dividing the slot
-// count): x's entries, zeros up to d, repeated over all slots, so a rotation
-// of the slots is a cyclic rotation of x. Diagonal k of the d x d matrix is
-// diag_k[i] = M[i][(i + k) mod d]; with k = g + j (g a giant step, a multiple
-// of the baby step n1, and j < n1):
+// Vectors are packed with a period (a power of two dividing the slot count):
+// x's entries, zeros up to the period, repeated over all slots, so a rotation
+// of the slots is a cyclic rotation of x. A rows x cols matrix reads x with
+// the input period px = next_pow2(cols) and writes y with the output period
+// py = next_pow2(rows); its diagonal k (0 <= k < px) holds, in slot j,
+// M[j mod py][(j + k) mod px]. With k = g + j (g a multiple of the baby step
+// n1, j < n1):
 //
 //   y = sum_g rotate( sum_j rotate(diag_{g+j}, -g) * rotate(x, j), g )
 //
@@ -19,6 +21,7 @@
 // x's scale.
 #pragma once
 
+#include <algorithm>
 #include <complex>
 #include <cstddef>
 #include <map>
@@ -35,20 +38,24 @@ using runtime::ValueRef;
 
 class LinearTransform {
  public:
-  // A rows x cols matrix (every row the same length) on vectors of period
-  // d = the next power of two >= max(rows, cols), at most `slots`: x holds
-  // its cols entries in slots 0..cols-1 of each period, y its rows entries.
+  // A rows x cols matrix (every row the same length): x holds its cols
+  // entries in slots 0..cols-1 of each input period, y its rows entries in
+  // slots 0..rows-1 of each output period.
   static LinearTransform from_matrix(const std::vector<std::vector<double>>& matrix, std::size_t slots);
   static LinearTransform from_matrix(const std::vector<Slots>& matrix, std::size_t slots);
   // Diagonals by index k in [0, period) (negative k is read modulo period),
   // each `period` values; period a power of two dividing `slots`.
   static LinearTransform from_diagonals(std::map<long, Slots> diagonals, std::size_t period, std::size_t slots);
 
-  std::size_t period() const { return period_; }
+  std::size_t input_period() const { return input_period_; }
+  std::size_t output_period() const { return output_period_; }
   std::size_t slots() const { return slots_; }
   // The non-zero diagonals' indices, in [0, period).
   std::vector<long> diagonal_indices() const;
   long baby_step() const { return baby_; }  // n1
+  // The same transform with the baby step n1 (1 <= n1 <= input period)
+  // instead of the chosen one: n1 = input period hoists every rotation.
+  LinearTransform with_baby_step(long n1) const;
   // Non-zero rotation steps: the hoisted baby ones and the giant ones.
   std::vector<long> baby_steps() const;
   std::vector<long> giant_steps() const;
@@ -62,17 +69,21 @@ class LinearTransform {
 
   // The same product on clear slots (x of `slots` values, packed).
   Slots apply_clear(const Slots& x) const;
-  // x repeated with this transform's period over all slots.
+  // x repeated with the input period over all slots.
   Slots pack(const Slots& x) const;
 
  private:
-  LinearTransform(std::map<long, Slots> diagonals, std::size_t period, std::size_t slots);
+  LinearTransform(std::map<long, Slots> diagonals, std::size_t input_period, std::size_t output_period,
+                  std::size_t slots);
   Slots pre_rotated(long k, long giant) const;
 
-  std::map<long, Slots> diagonals_;  // non-zero ones only
-  std::size_t period_ = 0;
+  // Non-zero diagonals only, each with period() = max(input, output period) values.
+  std::map<long, Slots> diagonals_;
+  std::size_t input_period_ = 0;
+  std::size_t output_period_ = 0;
   std::size_t slots_ = 0;
   long baby_ = 1;
+  std::size_t period() const { return std::max(input_period_, output_period_); }
 };
 
 // The n1 that minimises baby + giant rotations for a set of diagonal indices

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "fhelium/runtime/program.hpp"
 
@@ -19,5 +20,8 @@ namespace fhelium::runtime {
 // InvalidArgumentError names a missing or oversized input or constant.
 std::map<std::string, Slots> evaluate_clear(const Program& program, const std::map<std::string, Slots>& inputs,
                                             const std::map<std::string, Slots>& constants, std::size_t slots);
+// Every value of the program, by value id (Program::values()).
+std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<std::string, Slots>& inputs,
+                                         const std::map<std::string, Slots>& constants, std::size_t slots);
 
 }  // namespace fhelium::runtime

@@ -27,6 +27,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -98,6 +99,14 @@ struct ValueInfo {
   std::string name;  // unique within the program
   ValueKind kind = ValueKind::result;
   std::optional<double> constant_scale;  // constants: encoding scale (default: the context's scale)
+};
+
+// What a prepared program needs to run.
+struct KeyRequirements {
+  bool relinearization = false;
+  bool conjugation = false;
+  std::set<long> rotation_steps;  // as written (also the hoisted ones)
+  std::set<std::uint32_t> galois_elements(const Context& context) const;
 };
 
 class PreparedProgram;
@@ -196,6 +205,10 @@ class ProgramBuilder {
   void tag(std::string tag) { tag_ = std::move(tag); }
   // The program with every state already known (as build().prepare(...)).
   PreparedProgram prepare() const;
+  // The program so far (perhaps without outputs yet) and the keys its nodes use.
+  const Program& program() const { return program_; }
+  std::size_t node_count() const { return program_.nodes_.size(); }
+  KeyRequirements required_keys() const;
   // A name not yet used in the program, starting with `prefix`.
   std::string fresh_name(const std::string& prefix) const;
 
@@ -211,14 +224,6 @@ class ProgramBuilder {
   std::unique_ptr<detail::StateTracker> tracker_;
   std::map<std::string, Slots> constant_values_;
   std::string tag_;
-};
-
-// What a prepared program needs to run.
-struct KeyRequirements {
-  bool relinearization = false;
-  bool conjugation = false;
-  std::set<long> rotation_steps;  // as written (also the hoisted ones)
-  std::set<std::uint32_t> galois_elements(const Context& context) const;
 };
 
 // A program with the state of every value known.
@@ -259,6 +264,11 @@ class Executable {
   // Returns a map tree with one entry per output.
   ValueTree run(const ValueTree& inputs) const;
   ValueTree operator()(const ValueTree& inputs) const { return run(inputs); }
+  // The same, calling `observer(k)` after node k (Program::nodes()) was
+  // issued to the backend: per-node or per-step timing (synchronize the
+  // backend inside the observer), tracing. An error names the node.
+  using NodeObserver = std::function<void(std::size_t node)>;
+  ValueTree run(const ValueTree& inputs, const NodeObserver& observer) const;
   const PreparedProgram& prepared() const { return prepared_; }
 
  private:
