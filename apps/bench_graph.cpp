@@ -55,9 +55,9 @@ json::object bench_size(apps::MatvecSession& s, int runs, int warmup) {
     replay_owned.push_back(apps::time_seconds([&] { (void)program.replay(input(i), owned); }));
   }
   const auto& stats = program.stats();
-  json::object result{{"size", s.plan().size},
-                      {"baby_steps", s.plan().baby},
-                      {"giant_steps", s.plan().giant},
+  json::object result{{"size", s.size()},
+                      {"baby_steps", s.transform().baby_step()},
+                      {"giant_steps", s.transform().giant_steps().size() + 1},
                       {"uncaptured", summary(eager)},
                       {"replay_with_staging", summary(replay)},
                       {"replay_with_owned_copy", summary(replay_owned)},

@@ -12,7 +12,7 @@
 #include <iostream>
 #include <vector>
 
-#include "fhelium/runtime/matvec.hpp"
+#include "fhelium/circuits/linear_transform.hpp"
 #include "lane_planner.hpp"
 #include "op_bench.hpp"
 
@@ -29,7 +29,8 @@ MemoryAccess read(std::uintptr_t at, std::uintptr_t bytes) { return {at, at + by
 MemoryAccess write(std::uintptr_t at, std::uintptr_t bytes) { return {at, at + bytes, true}; }
 
 // Plans y = A x by cyclic diagonals with n1 hoisted baby steps and n2 giant
-// steps (runtime::plan_matvec's); returns the number of operations planned.
+// steps (circuits::LinearTransform's split of a dense matrix); returns the
+// number of operations planned.
 int plan_schedule(LanePlanner& planner, int n1, int n2) {
   const std::uintptr_t ct = ciphertext_bytes;
   const std::uintptr_t x = 1ull << 40;
@@ -76,19 +77,22 @@ int main(int argc, char** argv) {
   namespace json = boost::json;
   json::array results;
   for (const int size : sizes) {
-    const fhelium::runtime::MatvecPlan plan = fhelium::runtime::plan_matvec(size, std::size_t{1} << 13);
+    std::vector<long> dense(static_cast<std::size_t>(size));
+    for (int k = 0; k < size; ++k) dense[static_cast<std::size_t>(k)] = k;
+    const int baby = static_cast<int>(fhelium::circuits::best_baby_step(dense, static_cast<std::size_t>(size)));
+    const int giant = (size + baby - 1) / baby;
     std::vector<double> ms;
     int operations = 0;
     for (int r = 0; r < runs; ++r) {
       LanePlanner planner(4);
       const auto start = std::chrono::steady_clock::now();
-      operations = plan_schedule(planner, plan.baby, plan.giant);
+      operations = plan_schedule(planner, baby, giant);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     json::object result = fhelium::apps::timing_summary(ms);
     result["size"] = size;
-    result["baby_steps"] = plan.baby;
-    result["giant_steps"] = plan.giant;
+    result["baby_steps"] = baby;
+    result["giant_steps"] = giant;
     result["operations"] = operations;
     result["median_us_per_operation"] = result["median_ms"].as_double() * 1000.0 / operations;
     results.push_back(std::move(result));

@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     if (!chosen.note.empty()) std::cerr << chosen.note << "\n";
     apps::MatvecSession s(preset(preset_name), size, chosen.backend);
     json::object out{{"example", "matvec_graph"}, {"backend", s.backend().name()}, {"preset", preset_name},
-                     {"size", size}, {"baby_steps", s.plan().baby}, {"giant_steps", s.plan().giant},
-                     {"rotation_keys", s.plan().rotation_steps().size()}};
+                     {"size", size}, {"baby_steps", s.transform().baby_step()}, {"giant_steps", s.transform().giant_steps().size() + 1},
+                     {"rotation_keys", s.transform().rotation_steps().size()}};
     json::array devices;
     for (const auto& d : chosen.devices) devices.emplace_back(d);
     out["devices"] = devices;

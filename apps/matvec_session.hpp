@@ -1,7 +1,7 @@
-// The reference matvec evaluator set up on a backend: keys, the prepared and
-// linked Program (encoded diagonals and rotation keys as static state), and
-// fresh encryptions of cyclically packed vectors. Shared by the GraphProgram
-// example and its benchmark.
+// A square matvec (circuits::LinearTransform) set up on a backend: keys, the
+// prepared and linked Program (encoded diagonals and rotation keys as static
+// state), and fresh encryptions of cyclically packed vectors. Shared by the
+// GraphProgram example and its benchmark.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/runtime/graph_program.hpp"
-#include "fhelium/runtime/matvec.hpp"
+#include "fhelium/circuits/linear_transform.hpp"
 
 namespace fhelium::apps {
 
@@ -30,13 +30,11 @@ class MatvecSession {
         encoder_(context_),
         encryptor_(context_, rng_),
         decryptor_(context_),
-        plan_(runtime::plan_matvec(size, slots())) {
-    std::uniform_real_distribution<double> entry(-1.0, 1.0);
-    matrix_.assign(static_cast<std::size_t>(size), std::vector<double>(static_cast<std::size_t>(size)));
-    for (auto& row : matrix_) {
-      for (auto& v : row) v = entry(values_);
-    }
-    const auto prepared = runtime::matvec_program(plan_).prepare(context_, top_level_state());
+        size_(static_cast<std::size_t>(size)),
+        transform_(circuits::LinearTransform::from_matrix(random_matrix(size_), slots())) {
+    runtime::ProgramBuilder b(context_, "matvec");
+    b.output("y", transform_.apply(b, b.input("x", top_level_state())));
+    const runtime::PreparedProgram prepared = b.prepare();
     std::vector<HostSwitchKey> host_keys;
     for (std::uint32_t element : prepared.required_keys().galois_elements(*context_)) {
       host_keys.push_back(keygen_.galois_key(sk_, element));
@@ -44,9 +42,7 @@ class MatvecSession {
     keys_ = engine_.upload_galois_keys(host_keys);
     runtime::Materials materials;
     materials.galois_keys = &keys_;
-    for (auto& [name, values] : runtime::matvec_constants(plan_, matrix_, slots())) {
-      materials.constants.emplace(name, std::move(values));
-    }
+    for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
     executable_.emplace(runtime::link(prepared, engine_, materials));
   }
 
@@ -54,7 +50,8 @@ class MatvecSession {
   const Context& context() const { return *context_; }
   const Engine& engine() const { return engine_; }
   Backend& backend() const { return engine_.backend(); }
-  const runtime::MatvecPlan& plan() const { return plan_; }
+  std::size_t size() const { return size_; }
+  const circuits::LinearTransform& transform() const { return transform_; }
   const runtime::Executable& executable() const { return *executable_; }
   // The uncaptured evaluator as a GraphProgram schedule.
   runtime::Schedule schedule() const {
@@ -63,27 +60,35 @@ class MatvecSession {
 
   std::vector<double> random_vector() {
     std::uniform_real_distribution<double> entry(-1.0, 1.0);
-    std::vector<double> x(static_cast<std::size_t>(plan_.size));
+    std::vector<double> x(size_);
     for (auto& v : x) v = entry(values_);
     return x;
   }
   // A fresh encryption (new randomness) of x, packed cyclically, at the top level.
   runtime::ValueTree encrypt(const std::vector<double>& x) {
-    const auto plain = encoder_.encode(runtime::pack_cyclic(x, slots()), context_->max_level(), context_->params().scale);
+    const auto plain = encoder_.encode(pack(x), context_->max_level(), context_->params().scale);
     return runtime::ValueTree(runtime::ValueTree::Map{{"x", engine_.upload_ciphertext(encryptor_.encrypt(plain, pk_))}});
   }
   // Largest slot error of y against A x (every repetition of the packing).
   double error(const Ciphertext& y, const std::vector<double>& x) const {
-    const auto expected = runtime::clear_matvec(matrix_, x);
+    const auto expected = transform_.apply_clear(pack(x));
     const auto slots_out = encoder_.decode(decryptor_.decrypt(engine_.download(y), sk_));
     double worst = 0;
-    for (std::size_t j = 0; j < slots_out.size(); ++j) {
-      worst = std::max(worst, std::abs(slots_out[j] - expected[j % expected.size()]));
-    }
+    for (std::size_t j = 0; j < slots_out.size(); ++j) worst = std::max(worst, std::abs(slots_out[j] - expected[j]));
     return worst;
   }
 
  private:
+  std::vector<std::vector<double>> random_matrix(std::size_t size) {
+    std::uniform_real_distribution<double> entry(-1.0, 1.0);
+    std::vector<std::vector<double>> m(size, std::vector<double>(size));
+    for (auto& row : m) {
+      for (auto& v : row) v = entry(values_);
+    }
+    return m;
+  }
+  runtime::Slots pack(const std::vector<double>& x) const { return transform_.pack(runtime::Slots(x.begin(), x.end())); }
+
   ValueState top_level_state() const {
     ValueState s;
     s.context_id = context_->id();
@@ -102,9 +107,9 @@ class MatvecSession {
   Encoder encoder_;
   Encryptor encryptor_;
   Decryptor decryptor_;
-  runtime::MatvecPlan plan_;
-  std::mt19937_64 values_{2026};
-  std::vector<std::vector<double>> matrix_;
+  std::mt19937_64 values_{2026};  // before transform_, which draws the matrix from it
+  std::size_t size_;
+  circuits::LinearTransform transform_;
   GaloisKeys keys_;
   std::optional<runtime::Executable> executable_;
 };
