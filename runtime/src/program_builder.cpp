@@ -1,6 +1,8 @@
 // ProgramBuilder: the nodes of a Program, checked as they are added; a
 // builder bound to a context also infers every value's state.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "fhelium/error.hpp"
 #include "fhelium/runtime/program.hpp"
@@ -180,6 +182,7 @@ std::vector<ValueRef> ProgramBuilder::results_of(Node node, std::size_t count) {
     node.results.push_back(id);
     refs.push_back({id});
   }
+  if (tracker_) check_constants_fit(node);
   program_.nodes_.push_back(std::move(node));
   if (tracker_) {
     try {
@@ -194,6 +197,30 @@ std::vector<ValueRef> ProgramBuilder::results_of(Node node, std::size_t count) {
     }
   }
   return refs;
+}
+
+// Constants with values meet operand 0 at its level: their largest value
+// times their scale must stay below the modulus there, or they wrap.
+void ProgramBuilder::check_constants_fit(const Node& node) const {
+  const int level = tracker_->state(node.args[0]).level;
+  for (int arg : node.args) {
+    const ValueInfo& info = program_.values_[static_cast<std::size_t>(arg)];
+    const auto values = constant_values_.find(info.name);
+    if (info.kind != ValueKind::constant || values == constant_values_.end()) continue;
+    double largest = 0;
+    for (const auto& v : values->second) largest = std::max(largest, std::abs(v));
+    if (largest == 0) continue;
+    const double scale = tracker_->state(arg).scale;
+    const double bits = std::log2(largest) + std::log2(scale);
+    const double modulus = tracker_->log_modulus(level);
+    if (bits >= modulus - 1) {
+      char text[200];
+      std::snprintf(text, sizeof text, "values up to %.6g at scale 2^%.1f reach 2^%.1f, beyond the modulus at level %d (2^%.1f)",
+                    largest, std::log2(scale), bits, level, modulus);
+      throw InvalidArgumentError(std::string(tag_.empty() ? "" : tag_ + ": ") + to_string(node.op) + ": constant '" +
+                                 info.name + "': " + text + ": scale the values down");
+    }
+  }
 }
 
 ValueRef ProgramBuilder::result_of(Node node) { return results_of(std::move(node), 1)[0]; }

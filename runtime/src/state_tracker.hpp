@@ -34,6 +34,8 @@ class StateTracker {
   void apply(const Program& program, const Node& node);
 
   const ValueState& state(int id) const;
+  // log2 of the modulus Q at `level`.
+  double log_modulus(int level) const { return log_q_.at(static_cast<std::size_t>(level)); }
   std::vector<ValueState> states() const;
 
  private:

@@ -263,6 +263,25 @@ TEST(PipelineRefusal, StateConflictsSayWhatToChange) {
             "inner_product");
 }
 
+TEST(PipelineRefusal, ValuesBeyondTheModulusAndSizesBeyondTheSlotsAtTheirLine) {
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1e300, 2]}\nsteps: [{name: y, op: negate, args: [x]}]\n"),
+            "test.yaml:2:13: key 'inputs.x': input 'x': values up to 1e+300 at scale 2^40.0 reach 2^1036.6, beyond "
+            "the modulus at level 4 (2^215.0): scale the values down");
+  const std::string matrix = refusal(kSmallParams +
+                                     "inputs:\n  x: [1, 2]\n  W: {values: [[1e308, 1], [1, 1]], encrypted: false}\n"
+                                     "steps: [{name: y, op: matvec, args: [x], matrix: W}]\n");
+  EXPECT_EQ(matrix.rfind("test.yaml:5:9: key 'steps[0]': step 'y' (matvec): multiply_plain: constant '__y_0': values "
+                         "up to 1e+308 at scale 2^",
+                         0),
+            0u)
+      << matrix;
+  // Refused before 10^10 values are generated.
+  EXPECT_EQ(refusal(kSmallParams + "inputs: {x: {random: {shape: [100000, 100000]}}}\n"
+                                   "steps: [{name: y, op: negate, args: [x]}]\n"),
+            "test.yaml:2:30: key 'inputs.x.random.shape': input 'x' of 100000 x 100000 values: the parameters give "
+            "2048 slots, and neither a vector nor a matrix side may exceed them");
+}
+
 TEST(PipelineRefusal, DepthBeyondTheParameters) {
   EXPECT_EQ(
       refusal(kSmallParams + "inputs: {x: [0.5, -0.25]}\n"

@@ -654,6 +654,13 @@ InputSpec parse_input(const std::string& name, const Y& y, const std::string& ba
         rows = static_cast<std::size_t>(shape[0].integer_in(1, 1 << 20));
         cols = static_cast<std::size_t>(shape[1].integer_in(1, 1 << 20));
       }
+      // A shape is checked before anything is generated: no use of a matrix reaches past the slots.
+      const std::size_t slots = params.max_slots();
+      if (rows != 0 && (rows > slots || cols > slots)) {
+        r->get("shape")->fail("input '" + name + "' of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                              " values: the parameters give " + std::to_string(slots) +
+                              " slots, and neither a vector nor a matrix side may exceed them");
+      }
       SplitMix rng{seed};
       const std::size_t count = (rows ? rows : 1) * cols;
       std::ostringstream description;

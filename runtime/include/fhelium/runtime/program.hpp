@@ -218,6 +218,7 @@ class ProgramBuilder {
   int declare(const std::string& name, ValueKind kind, std::optional<double> constant_scale);
   void check_arg(const char* op, ValueRef value, bool constant_allowed) const;
   detail::StateTracker& tracker(const char* what) const;
+  void check_constants_fit(const Node& node) const;
   Program program_;
   std::map<std::string, int> names_;  // value name -> id
   int generated_ = 0;                 // next "%N" candidate
