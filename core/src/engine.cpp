@@ -10,10 +10,6 @@
 namespace fhelium {
 namespace {
 
-// Scales are doubles that follow the same arithmetic on every path; two
-// scales are equal when they agree to floating rounding.
-bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
-
 [[noreturn]] void state_error(const std::string& op, const std::string& detail, const ValueState& a,
                               const std::string& field, const std::string& expected, const std::string& got) {
   throw StateError(op + ": " + detail + "; operand state " + a.describe(), StateError::Mismatch{op, field, expected, got});

@@ -1,11 +1,14 @@
 #include "fhelium/value.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "fhelium/context.hpp"
 
 namespace fhelium {
+
+bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
 std::string to_string(Domain d) { return d == Domain::ntt ? "ntt" : "coefficient"; }
 std::string to_string(Basis b) { return b == Basis::Q ? "Q" : "QP"; }

@@ -186,7 +186,7 @@ std::string state_difference(const ValueState& actual, const ValueState& expecte
            std::to_string(static_cast<int>(expected.word_size)));
   }
   if (actual.level != expected.level) differ("level", std::to_string(actual.level), std::to_string(expected.level));
-  if (std::fabs(actual.scale - expected.scale) > 1e-9 * std::max(std::fabs(actual.scale), std::fabs(expected.scale))) {
+  if (!same_scale(actual.scale, expected.scale)) {
     const auto scale_text = [](double s) {
       std::ostringstream out;
       out << s << " (2^" << std::log2(s) << ")";

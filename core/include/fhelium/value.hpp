@@ -18,6 +18,11 @@ enum class Basis : std::uint8_t { Q, QP };
 std::string to_string(Domain d);
 std::string to_string(Basis b);
 
+// Whether two scales are the same scale: scales are doubles that follow the
+// same arithmetic on every path, so equal ones agree to rounding (relative
+// 1e-9). The one tolerance of every state check.
+bool same_scale(double a, double b);
+
 struct ValueState {
   std::uint64_t context_id = 0;
   WordSize word_size = WordSize::bits64;

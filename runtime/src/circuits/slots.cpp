@@ -29,9 +29,6 @@ bool is_power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 namespace {
 
-// The Engine's tolerance: scales that follow the same arithmetic agree to rounding.
-bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
-
 void check_width(const ProgramBuilder& b, std::size_t width) {
   const std::size_t slots = b.context()->ring_degree() / 2;
   if (!detail::is_power_of_two(width) || width > slots) {

@@ -453,8 +453,7 @@ class Compiler {
       }
       const ValueState target = b().state(it->second.ref);
       const ValueState& from = b().state(p);
-      const bool same_scale = std::fabs(from.scale - target.scale) <= 1e-9 * target.scale;
-      if (from.level < target.level || (!same_scale && from.level < target.level + 1)) {
+      if (from.level < target.level || (!same_scale(from.scale, target.scale) && from.level < target.level + 1)) {
         refuse("align: " + label(p) + " is at level " + std::to_string(from.level) + "; reaching " +
                label(it->second.ref) + " (" + state_text(target) + ") needs level " +
                std::to_string(target.level + 1) + " or higher (one level is used to set the scale)");

@@ -40,8 +40,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-bool same_scale(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
-
 ErrorStats error_stats(const Slots& expected, const Slots& actual, const std::vector<std::size_t>& slots) {
   ErrorStats e;
   double sum = 0, sum_squares = 0;
