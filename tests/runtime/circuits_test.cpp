@@ -45,7 +45,7 @@ class Circuits : public ::testing::Test {
     f_ = new Fixture(test::small_params(11, kLevels), 5);
     const test::TestBackend other = test::runtime_test_backend();
     skip_ = other.skip_reason;
-    if (other.backend) other_ = new Fixture(test::small_params(11, kLevels), 5, 0, other.backend);
+    if (other.backend) other_ = new Engine(f_->context, other.backend);
   }
   static void TearDownTestSuite() {
     delete other_;
@@ -69,46 +69,54 @@ class Circuits : public ::testing::Test {
     return m;
   }
 
-  static Outcome run_on(Fixture& fx, const ProgramBuilder& b, const Message& xm, int level) {
+  // Runs on cpu, and on the other backend (bit-exact) when there is one:
+  // the host keys and input ciphertext are made once and uploaded to each.
+  Outcome run(ProgramBuilder& b, ValueRef y, const Message& xm, int level) {
+    b.output("y", y);
+    Fixture& fx = f();
     Outcome out;
     out.prepared = b.prepare();
     const KeyRequirements keys = out.prepared.required_keys();
-    std::optional<RelinKey> relin;
-    if (keys.relinearization) relin = fx.relin_key();
-    const GaloisKeys galois = fx.galois_keys({keys.rotation_steps.begin(), keys.rotation_steps.end()}, keys.conjugation);
-    Materials materials;
-    materials.relinearization_key = relin ? &*relin : nullptr;
-    materials.galois_keys = &galois;
-    for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
-    const runtime::Executable exe = runtime::link(out.prepared, fx.engine, materials);
-    const ValueTree result = exe.run(ValueTree(ValueTree::Map{{"x", fx.encrypt(xm, level)}}));
-    const Ciphertext& y = result.at("y").ciphertext();
-    out.state = y.state;
-    out.decrypted = fx.decrypt(y);
-    out.residues = fx.engine.download(y).data;
+    std::optional<HostSwitchKey> relin;
+    if (keys.relinearization) relin = fx.keygen.relinearization_key(fx.sk);
+    std::vector<HostSwitchKey> galois;
+    for (long step : keys.rotation_steps) {
+      galois.push_back(fx.keygen.galois_key(fx.sk, fx.context->galois_element(step)));
+    }
+    if (keys.conjugation) galois.push_back(fx.keygen.galois_key(fx.sk, fx.context->conjugation_element()));
+    const HostValue x = fx.encryptor.encrypt(fx.encoder.encode(xm, level, fx.scale()), fx.pk);
+    auto run_on = [&](const Engine& engine) {
+      std::optional<RelinKey> relin_key;
+      if (relin) relin_key = engine.upload_relinearization_key(*relin);
+      const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+      Materials materials;
+      materials.relinearization_key = relin_key ? &*relin_key : nullptr;
+      materials.galois_keys = &galois_keys;
+      for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
+      const runtime::Executable exe = runtime::link(out.prepared, engine, materials);
+      const ValueTree result = exe.run(ValueTree(ValueTree::Map{{"x", engine.upload_ciphertext(x)}}));
+      return engine.download(result.at("y").ciphertext());
+    };
+    const HostValue result = run_on(fx.engine);
+    out.state = result.state;
+    out.decrypted = fx.encoder.decode(fx.decryptor.decrypt(result, fx.sk), fx.slots());
+    out.residues = result.data;
     out.clear = runtime::evaluate_clear(out.prepared.program(), {{"x", xm}}, b.constant_values(), fx.slots()).at("y");
-    return out;
-  }
-
-  // Runs on cpu, and on the other backend (bit-exact) when there is one.
-  Outcome run(ProgramBuilder& b, ValueRef y, const Message& xm, int level) {
-    b.output("y", y);
-    Outcome out = run_on(f(), b, xm, level);
     EXPECT_EQ(out.state, b.state(y));
     if (other_) {
-      EXPECT_TRUE(run_on(*other_, b, xm, level).residues == out.residues) << "cpu and the test backend differ";
+      EXPECT_TRUE(run_on(*other_).data == out.residues) << "cpu and the test backend differ";
     }
     return out;
   }
 
   std::mt19937_64 rng_{99};
   static Fixture* f_;
-  static Fixture* other_;
+  static Engine* other_;  // the test backend's engine on f_'s context, if any
   static std::string skip_;
 };
 
 Fixture* Circuits::f_ = nullptr;
-Fixture* Circuits::other_ = nullptr;
+Engine* Circuits::other_ = nullptr;
 std::string Circuits::skip_;
 
 double relative(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
@@ -353,6 +361,38 @@ TEST_F(Circuits, LinearTransformWrongUseIsRefused) {
   const LinearTransform other_slots = LinearTransform::from_matrix(random_matrix(4, 4, rng_), slots() / 2);
   ProgramBuilder b = builder(state_at(2));
   EXPECT_THROW(other_slots.apply(b, ValueRef{0}), InvalidArgumentError);
+}
+
+// ---- a user's circuit: the worked example of docs/circuits.md ----
+
+// y = x^2 + w x = (x + w) x: two levels, x's scale exactly, relinearization.
+ValueRef square_plus_weighted(ProgramBuilder& b, ValueRef x, const Slots& w) {
+  const ValueState s = b.state(x);
+  if (s.level < 2) {
+    throw StateError("square_plus_weighted: x is at level " + std::to_string(s.level) + ", expected level 2 or higher");
+  }
+  const auto& q = b.context()->q();
+  const double q_top = static_cast<double>(q[static_cast<std::size_t>(s.level)].value);
+  const double q_next = static_cast<double>(q[static_cast<std::size_t>(s.level - 1)].value);
+  ValueRef u = b.rescale(b.multiply_scalar(x, 1.0, q_next * q_top / s.scale));
+  u = b.add(u, b.constant(b.fresh_name("w"), w, b.state(u).scale));
+  return b.multiply_relinearize_rescale(u, b.drop_to_level(x, s.level - 1));
+}
+
+TEST_F(Circuits, TheManualsOwnCircuitDoesWhatItStates) {
+  const int top = f().context->max_level();
+  const Message xm = f().random_message(1.0), w = f().random_message(1.0);
+  ProgramBuilder b = builder(state_at(top));
+  const Outcome out = run(b, square_plus_weighted(b, ValueRef{0}, w), xm, top);
+  EXPECT_EQ(out.state.level, top - 2);
+  EXPECT_LT(relative(out.state.scale, f().scale()), 1e-12);
+  EXPECT_TRUE(b.required_keys().relinearization);
+  EXPECT_TRUE(b.required_keys().rotation_steps.empty());
+  for (std::size_t i = 0; i < slots(); ++i) ASSERT_LT(std::abs(out.clear[i] - (xm[i] * xm[i] + w[i] * xm[i])), 1e-12);
+  EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+  ProgramBuilder low = builder(state_at(1));
+  EXPECT_THROW(square_plus_weighted(low, ValueRef{0}, w), StateError);
+  EXPECT_EQ(low.node_count(), 0u);
 }
 
 // ---- slots ----
