@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|client-server|ab ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|client-server ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -154,24 +154,6 @@ for step in $steps; do
         > "$out/client-server.log" 2>&1
       echo "client-server rc=$?"
       grep -E "byte-identical|differs|client/server:" "$out/client-server.log"
-      ;;
-    ab)
-      # A same-call A/B of an environment switch in one benchmark binary (it
-      # links the backend statically: another plugin file would measure
-      # nothing). AB_SWITCH names the switch; each of AB_ROUNDS rounds (2)
-      # runs it at 0, then unset, at AB_PRESET (the 2^16 preset) for AB_OPS
-      # (every operation), 200 runs each, into ab.jsonl as "LABEL {json}".
-      : "${AB_SWITCH:?the ab step needs AB_SWITCH, the environment switch to compare}"
-      preset=${AB_PRESET:-slots32768_scale40_levels34}
-      for round in $(seq "${AB_ROUNDS:-2}"); do
-        for value in 0 default; do
-          if [[ $value == 0 ]]; then switch=("$AB_SWITCH=0"); else switch=(-u "$AB_SWITCH"); fi
-          json=$(env "${switch[@]}" timeout 120 "$bundle/apps/fhelium-bench-cuda" --preset "$preset" --runs 200 \
-            ${AB_OPS:+--ops $AB_OPS} 2>> "$out/ab.log")
-          echo "$AB_SWITCH=$value#$round $json" >> "$out/ab.jsonl"
-        done
-      done
-      python3 "$(dirname "$0")/ab_table.py" "$out/ab.jsonl"
       ;;
     bench)
       timeout 240 "$bundle/apps/fhelium-bench-cuda" > "$out/bench.json" 2> "$out/bench.log"

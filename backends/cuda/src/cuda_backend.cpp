@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
 #include "device_runtime.hpp"
@@ -458,8 +457,7 @@ class CudaBackend final : public Backend {
       // the later rotation's output would win; side by side they would race).
       const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work();
       const std::size_t used = std::min(outs.size(), branches.size());
-      static const bool branches_on = !env_is("FHELIUM_CUDA_HOISTED_BRANCHES", "0");  // A/B
-      const bool side_by_side = branches_on && used > 1 && outputs_apart(o, 2 * poly);
+      const bool side_by_side = used > 1 && outputs_apart(o, 2 * poly);
       // Side by side or not is another graph topology: another shape.
       op.issue([&] {
         issue_as_graph(op, a.limbs, static_cast<int>(outs.size()) * (side_by_side ? -1 : 1), [&] {
@@ -501,7 +499,7 @@ class CudaBackend final : public Backend {
   // stream is being captured (they are then part of that capture).
   template <class Op, class F>
   void issue_as_graph(Op& op, int limbs, int count, F&& issue) {
-    if (!EagerGraphs::enabled() || runtime_->stream_capturing()) {
+    if (runtime_->stream_capturing()) {
       issue();
       return;
     }

@@ -1,11 +1,9 @@
 #include "cuda_context.hpp"
 
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
 
-#include "ab_switch.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/rns.hpp"
 
@@ -72,17 +70,10 @@ ConverterView view_of(const ConverterOffsets& o, const u64* base) {
 }
 
 // Primes below this take the NTT kernels' double-precision path (exact below
-// 2^44, see ntt_arith.cuh). FHELIUM_CUDA_FP64_NTT=0 turns it off (A/B runs).
-u64 fp64_ntt_limit() {
-  return env_is("FHELIUM_CUDA_FP64_NTT", "0") ? 0 : u64{1} << 44;
-}
+// 2^44, see ntt_arith.cuh).
+constexpr u64 fp64_ntt_limit = u64{1} << 44;
 
 }  // namespace
-
-std::size_t CudaContext::fused_multiply_limit() {
-  static const std::size_t limit = std::size_t{1} << std::min(env_int("FHELIUM_CUDA_FUSED_MULTIPLY_MAX_LOG_N", 15), 62);
-  return limit;
-}
 
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
     : context_(std::move(context)), runtime_(std::move(runtime)) {
@@ -177,7 +168,7 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   ntt_ = {reinterpret_cast<const TwiddlePair*>(base + roots_at), reinterpret_cast<const TwiddlePair*>(base + inv_roots_at),
           reinterpret_cast<const DevPrime*>(base + primes_at), std::countr_zero(n),
           reinterpret_cast<const double*>(base + roots_fp_at), reinterpret_cast<const double*>(base + inv_roots_fp_at),
-          fp64_ntt_limit()};
+          fp64_ntt_limit};
 
   std::vector<ConverterView> views;
   for (const auto& lo : levels) {

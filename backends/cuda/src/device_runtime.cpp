@@ -6,7 +6,6 @@
 #include <limits>
 #include <string>
 
-#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "fhelium/error.hpp"
 
@@ -326,8 +325,7 @@ bool DeviceRuntime::abort_capture() noexcept {
 }
 
 cudaStream_t DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses, bool heavy) {
-  static const bool lanes_on = !env_is("FHELIUM_CUDA_CAPTURE_LANES", "0");  // A/B
-  if (!lanes_on || !capturing()) return stream_;
+  if (!capturing()) return stream_;
   std::lock_guard lock(capture_mutex_);
   return capture_arena_ ? lanes_->schedule(accesses, heavy) : stream_;
 }

@@ -92,8 +92,8 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   void refuse_during_capture(const char* call) const;
   // The stream an operation that touches `accesses` issues its launches on:
   // during begin_capture's capture a lane, after waiting for the operations
-  // it depends on (capture_lanes.hpp; FHELIUM_CUDA_CAPTURE_LANES=0: the
-  // stream, a chain), else the stream. operation_issued() after its launches.
+  // it depends on (capture_lanes.hpp), else the stream. operation_issued()
+  // after its launches.
   // `heavy`: a key switch (LanePlanner::add).
   cudaStream_t stream_for(std::span<const MemoryAccess> accesses, bool heavy = false);
   void operation_issued();

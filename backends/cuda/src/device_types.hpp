@@ -28,7 +28,7 @@ struct alignas(16) TwiddlePair {
 
 // NTT tables for every key limb, N pairs per limb, in NttTable's order, and
 // the same roots as doubles for the double-precision path (primes below
-// fp_limit; 0 turns that path off).
+// fp_limit).
 struct NttTables {
   const TwiddlePair* roots;
   const TwiddlePair* inv_roots;

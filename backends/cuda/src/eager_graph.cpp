@@ -1,6 +1,5 @@
 #include "eager_graph.hpp"
 
-#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 
 namespace fhelium::cuda {
@@ -14,11 +13,6 @@ EagerGraphs::~EagerGraphs() {
 void EagerGraphs::clear() noexcept {
   for (const auto& [shape, exec] : executables_) cudaGraphExecDestroy(exec);  // in-flight launches finish first
   executables_.clear();
-}
-
-bool EagerGraphs::enabled() {
-  static const bool on = !env_is("FHELIUM_CUDA_EAGER_GRAPHS", "0");
-  return on;
 }
 
 void EagerGraphs::run(cudaStream_t stream, const Shape& shape,

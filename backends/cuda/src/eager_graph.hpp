@@ -42,10 +42,6 @@ class EagerGraphs {
   // discarded and nothing runs. One call at a time.
   void run(cudaStream_t stream, const Shape& shape, const std::function<void(cudaStream_t capture)>& issue);
 
-  // Whether operations go through graphs: FHELIUM_CUDA_EAGER_GRAPHS=0 launches
-  // them one by one (A/B measurements).
-  static bool enabled();
-
  private:
   void clear() noexcept;
   static constexpr std::size_t max_kept = 64;  // stale contexts' graphs are dropped past this

@@ -53,8 +53,7 @@ void to_ntt(const Launch& l, Poly out, Poly a);
 void to_coefficient(const Launch& l, Poly out, Poly a);
 // ntt::TileRows::by_prime_limbs for a tile pass over `components` x `limbs`
 // limbs (a value's transforms, rescale, ModDown): `limbs` for two
-// components (rows by prime), else 0;
-// FHELIUM_CUDA_TILE_ROWS_BY_PRIME=0 keeps limb order (A/B).
+// components (rows by prime), else 0 (limb order).
 int tile_rows_by_prime(int components, int limbs);
 
 // ---- rescale (rescale.cu) ----

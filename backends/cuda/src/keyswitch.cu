@@ -355,11 +355,6 @@ __global__ void __launch_bounds__(TipTile::threads, tip_blocks_per_sm)
   cluster.sync();  // no block's shared memory goes away while another reads it
 }
 
-bool fused_inner_product_disabled() {
-  static const bool off = env_is("FHELIUM_CUDA_FUSED_INNER_PRODUCT", "0");
-  return off;
-}
-
 // ---- ModDown ----
 
 // The P limbs of both accumulators, in place: b = poly x K + k.
@@ -533,14 +528,7 @@ void with_mod_up_input(const Launch& l, const KeySwitchWork& work, const u64* d,
 bool fused_inner_product(const Launch& l, const KeySwitchView& ks) {
   return ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n) &&
          ntt::shape_for(l.tables.log_n).log_tile == tip_log_tile && ks.digits >= 1 && ks.digits <= 8 &&
-         ks.digits == ks.level + 1 && !fused_inner_product_disabled();
-}
-
-// Whether the P slots' share of a key switch runs on the side stream;
-// FHELIUM_CUDA_SPLIT_KEY_SWITCH=0 keeps it on the main stream (A/B).
-bool split_key_switch() {
-  static const bool on = !env_is("FHELIUM_CUDA_SPLIT_KEY_SWITCH", "0");
-  return on;
+         ks.digits == ks.level + 1;
 }
 
 // ModUp up to the fused inner product: INTT tiles, (INTT columns, lift, NTT columns).
@@ -602,19 +590,10 @@ TileInnerProduct tile_inner_product_args(const Launch& l, const KeySwitchView& k
 
 // Whether ModUp's forward tile pass and the inner product run as one kernel
 // looping over the digits (digit_tile_inner_product.cuh): degrees with a
-// separate column pass and 2^11-word tiles (2^16);
-// FHELIUM_CUDA_DIGIT_TILES=0 keeps the separate kernels (A/B).
+// separate column pass and 2^11-word tiles (2^16).
 bool digit_tile_inner_product(const Launch& l) {
-  static const bool off = env_is("FHELIUM_CUDA_DIGIT_TILES", "0");
   const ntt::Shape shape = ntt::shape_for(l.tables.log_n);
-  return !off && shape.log_tile == digit_tiles::log_tile && shape.n1 > 1 && !ntt::fuse_columns(l.tables.log_n);
-}
-
-// Whether the digit-looped kernel prefetches each next digit's tile and key
-// into L2; FHELIUM_CUDA_DIGIT_PREFETCH=0 turns it off (A/B).
-bool digit_prefetch() {
-  static const bool on = !env_is("FHELIUM_CUDA_DIGIT_PREFETCH", "0");
-  return on;
+  return shape.log_tile == digit_tiles::log_tile && shape.n1 > 1 && !ntt::fuse_columns(l.tables.log_n);
 }
 
 // ModUp up to the forward tile pass: INTT, conversion, forward columns.
@@ -631,7 +610,7 @@ void digit_tiles_inner_product(const Launch& l, const KeySwitchView& ks, const K
                                const u64* key, u32 galois_element, int begin, int count) {
   if (count <= 0) return;
   const digit_tiles::Args args{tile_inner_product_args(l, ks, work, d, key, galois_element, begin), ks.alpha,
-                               ks.digits, digit_prefetch()};
+                               ks.digits, /*prefetch=*/true};
   using T = digit_tiles::DigitTile;
   const dim3 grid(l.n >> digit_tiles::log_tile, static_cast<unsigned>(count));
   auto launch = [&](auto kernel) {
@@ -769,11 +748,8 @@ ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeyS
 // converted P part, so it runs right after mod_down_special (on the side
 // stream, beside the Q slots' inner product), and only its tile pass, which
 // reads the accumulators, waits for the inner product.
-// FHELIUM_CUDA_EARLY_MOD_DOWN_COLUMNS=0 keeps both passes after it (A/B).
 bool early_mod_down_columns(const Launch& l, const KeySwitchView& ks) {
-  static const bool off = env_is("FHELIUM_CUDA_EARLY_MOD_DOWN_COLUMNS", "0");
-  return !off && mod_down_path(l, ks) == ModDownPath::general &&
-         ntt::forward_in_two_passes(l.tables.log_n, 2 * (ks.level + 1));
+  return mod_down_path(l, ks) == ModDownPath::general && ntt::forward_in_two_passes(l.tables.log_n, 2 * (ks.level + 1));
 }
 
 // ModDown's final NTT, after mod_down_special: the NTT of the lifted P part
@@ -812,7 +788,7 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
     mod_down_special(at, ks, work);
     if (early_columns) ntt::forward_columns_only(at.tables, mod_down_batch(at, ks, work, out), 2 * q_slots, at.stream);
   };
-  if (side != nullptr && split_key_switch()) {
+  if (side != nullptr) {
     const Launch beside = l.on(side->stream);
     side->fork(l.stream);
     inner_product(beside, q_slots, ks.specials);

@@ -37,7 +37,6 @@
 #include <string>
 #include <type_traits>
 
-#include "ab_switch.hpp"
 #include "cuda_check.hpp"
 #include "device_types.hpp"
 #include "kernel_attributes.hpp"
@@ -690,25 +689,10 @@ struct Shape {
 
 // Tiles of 2^10 words up to N = 2^15 (more, shorter blocks: small batches are
 // latency-bound), 2^11 at 2^16, 2^12 at 2^17; at most 32 columns.
-// FHELIUM_CUDA_LOG_TILE_14=11 takes 2^11-word tiles and 8 columns at 2^14
-// (A/B measurements).
-inline bool wide_tiles_at_14() {
-  static const bool on = env_is("FHELIUM_CUDA_LOG_TILE_14", "11");
-  return on;
-}
-
-// FHELIUM_CUDA_LOG_TILE_16=12 takes 2^12-word tiles and 16 columns at 2^16
-// (A/B measurements).
-inline bool wide_tiles_at_16() {
-  static const bool on = env_is("FHELIUM_CUDA_LOG_TILE_16", "12");
-  return on;
-}
-
 inline Shape shape_for(int log_n) {
   if (log_n <= 10) return {log_n, 1};
-  if (log_n == 14 && wide_tiles_at_14()) return {11, 8};
   if (log_n <= 15) return {10, 1 << (log_n - 10)};
-  if (log_n == 16) return wide_tiles_at_16() ? Shape{12, 16} : Shape{11, 32};
+  if (log_n == 16) return {11, 32};
   return {12, 1 << (log_n - 12)};
 }
 
@@ -769,11 +753,8 @@ void launch_tiles_w(bool forward, const NttTables& t, const Batch& batch, int co
 
 // Launches of at most this many tile blocks run 4 words per thread (twice
 // the threads, half the dependent chain); larger ones 8. Only for 2^10-word
-// tiles. FHELIUM_CUDA_TILE_WORDS=8 forces 8 (for A/B measurements).
-inline bool small_tile_launch(unsigned blocks) {
-  static const bool force8 = env_is("FHELIUM_CUDA_TILE_WORDS", "8");
-  return !force8 && blocks <= 640;
-}
+// tiles.
+inline bool small_tile_launch(unsigned blocks) { return blocks <= 640; }
 
 template <int LOG_TILE, bool SINGLE, class Batch>
 void launch_tiles(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
@@ -787,13 +768,15 @@ void launch_tiles(bool forward, const NttTables& t, const Batch& batch, int coun
   launch_tiles_w<LOG_TILE, SINGLE, 8>(forward, t, batch, count, stream);
 }
 
+// No 16-column pass: at 2^14, the one degree with 16 columns, forward and
+// inverse take the cluster kernels (cluster_ntt), and the fused column
+// kernels (inverse_map_forward) do the column stages of the other paths.
 template <class Batch>
 void launch_columns_any(bool forward, int n1, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
   switch (n1) {
     case 2: launch_columns<2>(forward, t, batch, count, stream); break;
     case 4: launch_columns<4>(forward, t, batch, count, stream); break;
     case 8: launch_columns<8>(forward, t, batch, count, stream); break;
-    case 16: launch_columns<16>(forward, t, batch, count, stream); break;
     case 32: launch_columns<32>(forward, t, batch, count, stream); break;
     default: throw_cuda_error(cudaErrorInvalidValue, "ntt with " + std::to_string(n1) + " columns");
   }
@@ -879,14 +862,6 @@ void forward_tiles_only(const NttTables& t, const Batch& batch, int count, cudaS
   launch_tiles_any<false>(true, shape_for(t.log_n).log_tile, t, batch, count, stream);
 }
 
-// Whether inverse_map_forward shares each source's inverse stages among its
-// targets (inverse_once_map_forward_columns); FHELIUM_CUDA_SHARED_INVERSE=0
-// turns it off (A/B measurements).
-inline bool shared_inverse() {
-  static const bool on = !env_is("FHELIUM_CUDA_SHARED_INVERSE", "0");
-  return on;
-}
-
 // The fused columns over `count` target limbs, `targets` consecutive ones per
 // source (count is a multiple of targets). Only when fuse_columns.
 template <class Fused>
@@ -894,7 +869,9 @@ void inverse_map_forward(const NttTables& t, const Fused& f, int count, int targ
   if (count <= 0) return;
   const int n1 = shape_for(t.log_n).n1;
   const unsigned n2 = (1u << t.log_n) / static_cast<unsigned>(n1);
-  if (shared_inverse() && targets <= shared_max_targets && count % targets == 0 && n2 % shared_columns == 0 &&
+  // Each source's inverse stages shared among its targets
+  // (inverse_once_map_forward_columns) where the launch is large enough.
+  if (targets <= shared_max_targets && count % targets == 0 && n2 % shared_columns == 0 &&
       (n2 / shared_columns) * static_cast<unsigned>(count / targets) >= 128) {
     const dim3 grid(n2 / shared_columns, static_cast<unsigned>(count / targets));
     const dim3 block(shared_columns, static_cast<unsigned>(targets));

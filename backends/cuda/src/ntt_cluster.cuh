@@ -218,12 +218,8 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1) __launch_bounds__(Cluster
 }
 
 // Whether forward/inverse take the cluster kernels: at N = 2^14 (the
-// two-kernel form there is latency-bound); FHELIUM_CUDA_CLUSTER_NTT=0 turns
-// them off (A/B measurements).
-inline bool cluster_ntt(int log_n) {
-  static const bool on = !env_is("FHELIUM_CUDA_CLUSTER_NTT", "0");
-  return on && log_n == 14 && !wide_tiles_at_14();
-}
+// two-kernel form there is latency-bound).
+inline bool cluster_ntt(int log_n) { return log_n == 14; }
 
 template <class Batch>
 void launch_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {

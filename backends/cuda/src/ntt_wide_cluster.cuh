@@ -179,13 +179,6 @@ __global__ void __launch_bounds__(WideCluster::threads, 2) inverse_wide_cluster(
   });
 }
 
-// Whether the wide cluster kernels may run: at N = 2^16;
-// FHELIUM_CUDA_WIDE_CLUSTER_NTT=0 turns them off (A/B measurements).
-inline bool wide_cluster_switch(int log_n) {
-  static const bool on = !env_is("FHELIUM_CUDA_WIDE_CLUSTER_NTT", "0");
-  return on && log_n == WideCluster::log_n && !wide_tiles_at_16();
-}
-
 // The launch configuration of `count` limbs: clusters of 16 blocks.
 struct WideClusterConfig {
   cudaLaunchAttribute attribute[1]{};
@@ -233,12 +226,12 @@ int wide_cluster_capacity(Kernel kernel) {
 // launches in the two-kernel form) gained 4.6 us.
 constexpr int wide_cluster_max_limbs = 2;
 
-// Launches the wide cluster transform when the switch allows it at this
-// degree, `count` is at most wide_cluster_max_limbs and the device runs that
-// many clusters at once; false (nothing launched) otherwise.
+// Launches the wide cluster transform when the degree is 2^16, `count` is at
+// most wide_cluster_max_limbs and the device runs that many clusters at
+// once; false (nothing launched) otherwise.
 template <class Batch>
 bool launch_wide_cluster(bool forward, const NttTables& t, const Batch& batch, int count, cudaStream_t stream) {
-  if (!wide_cluster_switch(t.log_n) || count > wide_cluster_max_limbs) return false;
+  if (t.log_n != WideCluster::log_n || count > wide_cluster_max_limbs) return false;
   auto kernel = forward ? forward_wide_cluster<Batch> : inverse_wide_cluster<Batch>;
   if (count > wide_cluster_capacity(kernel)) return false;
   const WideClusterConfig launch(static_cast<unsigned>(count), stream);
