@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|plugin|accuracy|client-server ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|graph|runtime|pipelines|plugin|accuracy|client-server ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -121,6 +121,26 @@ for step in $steps; do
       timeout 400 "$bundle/apps/fhelium-bench-graph" --backend cuda --preset slots32768_scale40_levels34 --sizes 256 \
         --runs 30 > "$out/graph-bench-slots32768.json" 2>> "$out/graph-bench.log"
       echo "graph bench 2^16 rc=$?"
+      ;;
+    runtime)
+      # Every runtime test (Programs, circuits, GraphProgram) on the CUDA
+      # plugin; the circuits compare their output residues with cpu's.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      FHELIUM_RUNTIME_TEST_BACKEND=cuda timeout 400 "$bundle/tests/runtime/fhelium_runtime_tests" \
+        > "$out/runtime-cuda.log" 2>&1
+      echo "runtime tests on cuda rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/runtime-cuda.log" | tail -12
+      ;;
+    pipelines)
+      # The example pipelines on cuda in every execution mode, a report each.
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      for example in matvec sigmoid logreg; do
+        for mode in eager program graph; do
+          timeout 120 "$bundle/apps/fhelium" run "examples/pipelines/$example.yaml" -q --backend cuda \
+            --set execution.mode=$mode -o "$out/pipeline-$example-$mode.json" > "$out/pipeline-$example-$mode.log" 2>&1
+          echo "pipeline $example $mode rc=$?"
+        done
+      done
       ;;
     plugin)
       # The CUDA plugin through the loader: listing, the demo, the conformance suite.
