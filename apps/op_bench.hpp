@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium::apps {
 

@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium::detail::avx2 {
 

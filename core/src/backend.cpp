@@ -1,5 +1,5 @@
 // Defaults of the optional Backend capabilities, for synchronous backends.
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 #include <vector>
 

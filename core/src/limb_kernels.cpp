@@ -1,4 +1,4 @@
-#include "fhelium/limb_kernels.hpp"
+#include "fhelium/backend/limb_kernels.hpp"
 
 #include <bit>
 

@@ -1,4 +1,4 @@
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "fhelium/ntt.hpp"
+#include "fhelium/backend/ntt.hpp"
 
 #include <bit>
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium::detail {
 

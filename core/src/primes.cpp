@@ -3,7 +3,7 @@
 #include <string>
 
 #include "fhelium/error.hpp"
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium {
 namespace {

@@ -1,4 +1,4 @@
-#include "fhelium/recording_backend.hpp"
+#include "fhelium/backend/recording_backend.hpp"
 
 #include <map>
 #include <mutex>

@@ -1,10 +1,10 @@
-#include "fhelium/rns.hpp"
+#include "fhelium/backend/rns.hpp"
 
 #include <cstdint>
 #include <string>
 
 #include "fhelium/error.hpp"
-#include "fhelium/limb_kernels.hpp"
+#include "fhelium/backend/limb_kernels.hpp"
 
 namespace fhelium {
 

@@ -2,14 +2,14 @@
 // ForwardingBackend over the CPU reference backend, so it passes the
 // conformance suite from the first build; override the operations one at a
 // time with your own implementation (the signatures are in
-// fhelium/backend.hpp) and run `fhelium-conformance --backend PATH` after
+// fhelium/backend/backend.hpp) and run `fhelium-conformance --backend PATH` after
 // each: it compares your residues bit for bit with the reference.
 #pragma once
 
 #include <memory>
 
 #include "fhelium/cpu/cpu_backend.hpp"
-#include "fhelium/forwarding_backend.hpp"
+#include "fhelium/backend/forwarding_backend.hpp"
 
 namespace example {
 

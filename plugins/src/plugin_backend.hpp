@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 #include "plugin_library.hpp"
 
 namespace fhelium::plugins {

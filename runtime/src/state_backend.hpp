@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium::runtime::detail {
 

@@ -18,7 +18,7 @@
 #include <typeinfo>
 
 #include "fhelium/cpu/cpu_backend.hpp"
-#include "fhelium/forwarding_backend.hpp"
+#include "fhelium/backend/forwarding_backend.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"

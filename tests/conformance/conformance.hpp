@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium::conformance {
 

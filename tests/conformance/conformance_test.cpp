@@ -11,7 +11,7 @@
 
 #include "fhelium/cpu/cpu_backend.hpp"
 #include "fhelium/error.hpp"
-#include "fhelium/forwarding_backend.hpp"
+#include "fhelium/backend/forwarding_backend.hpp"
 
 namespace fhelium::conformance {
 namespace {

@@ -1,6 +1,6 @@
 // The shared limb loops against 128-bit reference arithmetic at every prime
 // size, with lengths that leave a scalar tail after the AVX2 lanes.
-#include "fhelium/limb_kernels.hpp"
+#include "fhelium/backend/limb_kernels.hpp"
 
 #include <gtest/gtest.h>
 

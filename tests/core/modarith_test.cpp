@@ -1,5 +1,5 @@
 // Word arithmetic against 128-bit reference arithmetic, at every prime size.
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 #include <gtest/gtest.h>
 

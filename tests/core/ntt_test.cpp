@@ -1,5 +1,5 @@
 // Negacyclic NTT: round trip, products against schoolbook, known answers.
-#include "fhelium/ntt.hpp"
+#include "fhelium/backend/ntt.hpp"
 
 #include <gtest/gtest.h>
 

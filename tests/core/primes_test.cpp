@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fhelium/error.hpp"
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium::test {
 namespace {

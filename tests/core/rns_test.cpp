@@ -1,5 +1,5 @@
 // BasisConverter: the centered lift, checked against 128-bit integers.
-#include "fhelium/rns.hpp"
+#include "fhelium/backend/rns.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 
 #include "cpu_types.hpp"
 #include "fhelium/error.hpp"
-#include "fhelium/limb_kernels.hpp"
-#include "fhelium/recording_backend.hpp"
+#include "fhelium/backend/limb_kernels.hpp"
+#include "fhelium/backend/recording_backend.hpp"
 #include "keyswitch.hpp"
 #include "parallel.hpp"
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium::cpu {
 

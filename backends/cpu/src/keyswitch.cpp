@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fhelium/limb_kernels.hpp"
+#include "fhelium/backend/limb_kernels.hpp"
 #include "parallel.hpp"
 
 namespace fhelium::cpu {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fhelium/context.hpp"
-#include "fhelium/rns.hpp"
+#include "fhelium/backend/rns.hpp"
 
 namespace fhelium::cuda {
 namespace {

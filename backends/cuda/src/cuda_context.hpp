@@ -9,7 +9,7 @@
 
 #include "device_runtime.hpp"
 #include "device_types.hpp"
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 #include "kernels.hpp"
 
 namespace fhelium::cuda {

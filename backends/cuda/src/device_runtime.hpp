@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "capture_lanes.hpp"
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 #include "kernels.hpp"
 
 namespace fhelium::cuda {

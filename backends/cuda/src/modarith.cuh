@@ -1,5 +1,5 @@
 // Word-level modular arithmetic on the device, exact for primes below 2^62.
-// The same functions as fhelium/modarith.hpp with 128-bit products split into
+// The same functions as fhelium/backend/modarith.hpp with 128-bit products split into
 // (lo, hi) words.
 #pragma once
 

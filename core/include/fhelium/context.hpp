@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "fhelium/modarith.hpp"
-#include "fhelium/ntt.hpp"
+#include "fhelium/backend/modarith.hpp"
+#include "fhelium/backend/ntt.hpp"
 #include "fhelium/params.hpp"
-#include "fhelium/rns.hpp"
+#include "fhelium/backend/rns.hpp"
 
 namespace fhelium {
 

@@ -11,35 +11,12 @@
 #include <span>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/value.hpp"
 
 namespace fhelium {
-
-// A value held by a backend: its exact state and its residues.
-struct Value {
-  ValueState state;
-  std::shared_ptr<Buffer> buffer;
-};
-struct Ciphertext : Value {};
-struct Plaintext : Value {};
-
-// A key-switching key resident on the backend.
-struct SwitchKey {
-  std::uint64_t context_id = 0;
-  int digits = 0;
-  std::shared_ptr<Buffer> buffer;
-};
-struct RelinKey : SwitchKey {};
-
-// Rotation and conjugation keys by Galois element.
-struct GaloisKeys {
-  std::uint64_t context_id = 0;
-  std::map<std::uint32_t, SwitchKey> keys;
-  bool contains(std::uint32_t galois_element) const { return keys.count(galois_element) != 0; }
-};
 
 class Engine {
  public:

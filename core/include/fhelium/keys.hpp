@@ -91,4 +91,19 @@ class KeyGenerator {
   Csprng& rng_;
 };
 
+// A key-switching key resident on a backend.
+struct SwitchKey {
+  std::uint64_t context_id = 0;
+  int digits = 0;
+  std::shared_ptr<Buffer> buffer;
+};
+struct RelinKey : SwitchKey {};
+
+// Rotation and conjugation keys resident on a backend, by Galois element.
+struct GaloisKeys {
+  std::uint64_t context_id = 0;
+  std::map<std::uint32_t, SwitchKey> keys;
+  bool contains(std::uint32_t galois_element) const { return keys.count(galois_element) != 0; }
+};
+
 }  // namespace fhelium

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium {
 

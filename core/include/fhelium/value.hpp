@@ -2,10 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 #include "fhelium/params.hpp"
 
 namespace fhelium {
@@ -50,5 +51,15 @@ struct HostValue {
   u64* limb(const Context& context, int component, int limb);
   const u64* limb(const Context& context, int component, int limb) const;
 };
+
+// A value held by a backend: its exact state and its residues (the Buffer
+// is the backend's, fhelium/backend/backend.hpp).
+class Buffer;
+struct Value {
+  ValueState state;
+  std::shared_ptr<Buffer> buffer;
+};
+struct Ciphertext : Value {};
+struct Plaintext : Value {};
 
 }  // namespace fhelium

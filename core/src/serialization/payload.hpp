@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 #include "fhelium/serialization.hpp"
 #include "serialization/checksum.hpp"
 #include "serialization/framing.hpp"

@@ -182,7 +182,7 @@ typedef struct FheliumAsyncArgs {
 /* FHELIUM_EXTENSION_STREAMS (ABI 1.1): streams, events, device-side copies,
  * memory usage and capture of operations into replayable recordings. Each
  * function mirrors the fhelium::Backend virtual of the same meaning
- * (core/include/fhelium/backend.hpp). Every function reads `backend`
+ * (core/include/fhelium/backend/backend.hpp). Every function reads `backend`
  * (recording_launch and recording_info need only `recording`).
  *
  * Handles are owned by the caller and released with their destroy function;

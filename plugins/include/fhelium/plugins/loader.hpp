@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium {
 

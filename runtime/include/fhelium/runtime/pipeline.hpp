@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/params.hpp"

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium::cuda {
 

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "fhelium/backend.hpp"
+#include "fhelium/backend/backend.hpp"
 
 namespace fhelium {
 

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium {
 

@@ -10,7 +10,7 @@
 
 #include <memory>
 
-#include "fhelium/forwarding_backend.hpp"
+#include "fhelium/backend/forwarding_backend.hpp"
 #include "fhelium/work_queue.hpp"
 
 namespace fhelium {

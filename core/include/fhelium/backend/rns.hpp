@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "fhelium/modarith.hpp"
+#include "fhelium/backend/modarith.hpp"
 
 namespace fhelium {
 
