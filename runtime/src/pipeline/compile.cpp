@@ -170,7 +170,9 @@ class Compiler {
     return found != names_.end() ? &found->second : nullptr;
   }
 
-  // The step's ciphertext operands, in order (for the explanations).
+  // A state error of the current step in the pipeline's terms: the operand
+  // by its name and the step that would fix it (the rule itself is the
+  // Engine's, carried by StateError::Mismatch).
   std::string explain(const StateError& e) const {
     if (!e.mismatch() || operands_.empty()) return e.what();
     const StateError::Mismatch& m = *e.mismatch();
@@ -237,7 +239,9 @@ class Compiler {
       return op + ": operands " + label(a) + " (" + state_text(state(a)) + ") and " + label(c) + " (" +
              state_text(state(c)) + ") have different scales" + fix;
     }
-    if (m.field == "scale") return op + ": the result's scale " + m.got + " does not fit " + m.expected + ": rescale the operands first";
+    if (m.field == "scale") {
+      return op + ": the result's scale " + m.got + " does not fit " + m.expected + ": rescale the operands first";
+    }
     return e.what();
   }
 
