@@ -209,18 +209,25 @@ void ProgramBuilder::check_constants_fit(const Node& node) const {
     if (info.kind != ValueKind::constant || values == constant_values_.end()) continue;
     double largest = 0;
     for (const auto& v : values->second) largest = std::max(largest, std::abs(v));
-    if (largest == 0) continue;
-    const double scale = tracker_->state(arg).scale;
-    const double bits = std::log2(largest) + std::log2(scale);
-    const double modulus = tracker_->log_modulus(level);
-    if (bits >= modulus - 1) {
-      char text[200];
-      std::snprintf(text, sizeof text, "values up to %.6g at scale 2^%.1f reach 2^%.1f, beyond the modulus at level %d (2^%.1f)",
-                    largest, std::log2(scale), bits, level, modulus);
+    const std::string problem = magnitude_problem(largest, tracker_->state(arg).scale, level);
+    if (!problem.empty()) {
       throw InvalidArgumentError(std::string(tag_.empty() ? "" : tag_ + ": ") + to_string(node.op) + ": constant '" +
-                                 info.name + "': " + text + ": scale the values down");
+                                 info.name + "': " + problem);
     }
   }
+}
+
+std::string ProgramBuilder::magnitude_problem(double largest, double scale, int level) const {
+  if (largest == 0) return "";
+  const double bits = std::log2(largest) + std::log2(scale);
+  const double modulus = tracker("magnitude_problem").log_modulus(level);
+  if (bits < modulus - 1) return "";
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "values up to %.6g at scale 2^%.1f reach 2^%.1f, beyond the modulus at level %d (2^%.1f): "
+                "scale the values down",
+                largest, std::log2(scale), bits, level, modulus);
+  return text;
 }
 
 ValueRef ProgramBuilder::result_of(Node node) { return results_of(std::move(node), 1)[0]; }

@@ -137,16 +137,8 @@ class Compiler {
       s.components = 2;
       double largest = 0;
       for (double value : in.values) largest = std::max(largest, std::fabs(value));
-      double log_q = 0;
-      for (int l = 0; l <= s.level && l <= ctx_->max_level(); ++l) log_q += std::log2(prime(l));
-      if (largest > 0 && std::log2(largest) + std::log2(s.scale) >= log_q - 1) {
-        char text[200];
-        std::snprintf(text, sizeof text,
-                      "values up to %.6g at scale 2^%.1f reach 2^%.1f, beyond the modulus at level %d (2^%.1f): "
-                      "scale the values down",
-                      largest, std::log2(s.scale), std::log2(largest) + std::log2(s.scale), s.level, log_q);
-        throw PipelineError(in.mark, in.key, "input '" + in.name + "': " + text);
-      }
+      const std::string problem = b().magnitude_problem(largest, s.scale, s.level);
+      if (!problem.empty()) throw PipelineError(in.mark, in.key, "input '" + in.name + "': " + problem);
       try {
         v.ref = b().input(in.name, s);
       } catch (const Error& e) {

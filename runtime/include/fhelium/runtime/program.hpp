@@ -209,6 +209,10 @@ class ProgramBuilder {
   const Program& program() const { return program_; }
   std::size_t node_count() const { return program_.nodes_.size(); }
   KeyRequirements required_keys() const;
+  // Empty when values up to `largest` in magnitude, encoded at `scale`, fit
+  // the modulus at `level`; otherwise why not (the constants of every node
+  // are checked so; callers check their inputs' values with it).
+  std::string magnitude_problem(double largest, double scale, int level) const;
   // A name not yet used in the program, starting with `prefix`.
   std::string fresh_name(const std::string& prefix) const;
 
