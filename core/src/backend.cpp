@@ -3,6 +3,9 @@
 
 #include <vector>
 
+#include "fhelium/backend/limb_kernels.hpp"
+#include "fhelium/context.hpp"
+
 #include "fhelium/error.hpp"
 
 namespace fhelium {
@@ -31,6 +34,29 @@ void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, 
   const PolyArg tensor{product.get(), 3, a.limbs};
   multiply(c, tensor, a, b);
   relinearize(c, out, tensor, key);
+}
+
+void Backend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  const Context& context = c.context();
+  const std::size_t n = context.ring_degree();
+  if (a.limbs != 1 || out.components != a.components) {
+    throw InvalidArgumentError("mod_raise: the input has " + std::to_string(a.limbs) + " limbs and " +
+                               std::to_string(a.components) + " components, expected 1 limb and " +
+                               std::to_string(out.components) + " components");
+  }
+  std::vector<u64> in(static_cast<std::size_t>(a.components) * n);
+  download(*a.buffer, in.data(), in.size() * sizeof(u64));
+  std::vector<u64> raised(static_cast<std::size_t>(out.components) * static_cast<std::size_t>(out.limbs) * n);
+  const u64 q0 = context.q()[0].value;
+  for (int comp = 0; comp < out.components; ++comp) {
+    for (int i = 0; i < out.limbs; ++i) {
+      const Modulus& qi = context.q()[static_cast<std::size_t>(i)];
+      u64* dst = raised.data() + (static_cast<std::size_t>(comp) * static_cast<std::size_t>(out.limbs) +
+                                  static_cast<std::size_t>(i)) * n;
+      lift_centered(in.data() + static_cast<std::size_t>(comp) * n, dst, n, q0, qi, q0 % qi.value);
+    }
+  }
+  upload(*out.buffer, raised.data(), raised.size() * sizeof(u64));
 }
 
 std::unique_ptr<Recording> Backend::end_capture() {

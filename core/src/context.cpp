@@ -60,7 +60,16 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
     : params_(params), id_(next_context_id++), n_(params.ring_degree()) {
   q_ = to_moduli(q_primes);
   p_ = to_moduli(p_primes);
-  if (!params.allow_insecure) check_security(params.secret, params.security_bits, n_, log_qp());
+  if (!params.allow_insecure) {
+    // The table's rows are for uniform secrets; a sparse one is weaker at the
+    // same modulus (hybrid attacks), so it is outside the table.
+    if (params.hamming_weight != 0) {
+      throw SecurityError("a sparse secret (hamming_weight " + std::to_string(params.hamming_weight) +
+                          ") is outside the 2025 security table, which covers uniform secrets only: expected "
+                          "hamming_weight 0, or allow_insecure = true to opt out");
+    }
+    check_security(params.secret, params.security_bits, n_, log_qp());
+  }
 
   for (int limb = 0; limb < key_limbs(); ++limb) ntt_.emplace_back(n_, key_modulus(limb));
 

@@ -410,6 +410,26 @@ V Engine::dropped(const V& v, int level) const {
 }
 
 Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const { return dropped(a, level); }
+
+Ciphertext Engine::mod_raise(const Ciphertext& a) const {
+  check_own(a, "mod_raise");
+  require_components("mod_raise", a.state, 2);
+  if (a.state.level != 0) {
+    state_error("mod_raise", "operand is at level " + std::to_string(a.state.level) + ", expected level 0", a.state,
+                "level", "0", std::to_string(a.state.level));
+  }
+  ValueState raised = a.state;
+  raised.level = context_->max_level();
+  raised.domain = Domain::coefficient;
+  Ciphertext out = make_ciphertext(raised);
+  if (a.state.domain == Domain::coefficient) {
+    backend_->mod_raise(*prepared_, arg(out), arg(a));
+    return out;
+  }
+  const Ciphertext coefficients = to_coefficient(a);
+  backend_->mod_raise(*prepared_, arg(out), arg(coefficients));
+  return to_ntt(out);
+}
 Plaintext Engine::drop_to_level(const Plaintext& p, int level) const { return dropped(p, level); }
 
 // ---- rotations ----

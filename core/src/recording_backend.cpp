@@ -271,6 +271,9 @@ void RecordingBackend::rescale(const BackendContext& c, const PolyArg& out, cons
 void RecordingBackend::drop_limbs(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
   issue([this, &c, out, a] { inner().drop_limbs(c, out, a); });
 }
+void RecordingBackend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
+  issue([this, &c, out, a] { inner().mod_raise(c, out, a); });
+}
 void RecordingBackend::relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                                    const KeyArg& key) {
   issue([this, &c, out, a, key] { inner().relinearize(c, out, a, key); });

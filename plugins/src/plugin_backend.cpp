@@ -339,6 +339,12 @@ class PluginBackend final : public Backend {
     args.key = key(k);
     call(api.multiply_relinearize, "multiply_relinearize", args);
   }
+  void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, mod_raise) + sizeof(api.mod_raise);
+    if (!has || api.mod_raise == nullptr) return Backend::mod_raise(c, out, a);
+    call(api.mod_raise, "mod_raise", op(c, out, a));
+  }
   void rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a, std::uint32_t element,
               const KeyArg& k) override {
     FheliumOpArgs args = op(c, out, a);

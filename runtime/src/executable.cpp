@@ -57,6 +57,8 @@ std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, con
     }
     case OpKind::multiply_relinearize_rescale:
       return {engine.multiply_relinearize_rescale(ct(0), ct(1), relinearization_key)};
+    case OpKind::mod_raise:
+      return {engine.mod_raise(ct(0))};
   }
   throw InvalidArgumentError(std::string("unknown operation ") + std::to_string(static_cast<int>(node.op)));
 }

@@ -38,6 +38,7 @@ constexpr OpName op_names[] = {
     {OpKind::to_coefficient, "to_coefficient"},
     {OpKind::sum, "sum"},
     {OpKind::multiply_relinearize_rescale, "multiply_relinearize_rescale"},
+    {OpKind::mod_raise, "mod_raise"},
 };
 
 bool same_node(const Node& a, const Node& b) {

@@ -321,6 +321,9 @@ Program Program::parse(const std::string& text) {
         case OpKind::multiply_relinearize_rescale:
           refs = {b.multiply_relinearize_rescale(args[0], args[1])};
           break;
+        case OpKind::mod_raise:
+          refs = {b.mod_raise(args[0])};
+          break;
       }
       if (refs.size() != results.size()) {
         p.fail(op_name + " defines " + std::to_string(refs.size()) + " results, got " + std::to_string(results.size()) +

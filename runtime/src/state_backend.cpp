@@ -53,6 +53,7 @@ class StateBackend final : public Backend {
   void to_coefficient(const BackendContext&, const PolyArg&, const PolyArg&) override {}
   void rescale(const BackendContext&, const PolyArg&, const PolyArg&) override {}
   void drop_limbs(const BackendContext&, const PolyArg&, const PolyArg&) override {}
+  void mod_raise(const BackendContext&, const PolyArg&, const PolyArg&) override {}
   void relinearize(const BackendContext&, const PolyArg&, const PolyArg&, const KeyArg&) override {}
   void rotate(const BackendContext&, const PolyArg&, const PolyArg&, std::uint32_t, const KeyArg&) override {}
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg>, const PolyArg&, std::span<const std::uint32_t>,

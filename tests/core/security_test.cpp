@@ -58,6 +58,22 @@ TEST(SecurityTest, RefusalShowsTheDigitsThatExceedTheBudget) {
   }
 }
 
+// The table covers uniform secrets only: a sparse one is refused even where
+// the modulus fits the dense budget, and builds only with the explicit opt-out.
+TEST(SecurityTest, ASparseSecretIsOutsideTheTable) {
+  CkksParameters p = preset("slots8192_scale40_levels7");
+  p.hamming_weight = 32;
+  try {
+    Context::create(p);
+    FAIL() << "expected SecurityError";
+  } catch (const SecurityError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("hamming_weight 32"));
+    EXPECT_THAT(e.what(), HasSubstr("uniform secrets only"));
+  }
+  p.allow_insecure = true;
+  EXPECT_NO_THROW(Context::create(p));
+}
+
 TEST(SecurityTest, EveryPresetBuildsWithinItsBudget) {
   const auto names = preset_names();
   EXPECT_EQ(names.size(), 9u);

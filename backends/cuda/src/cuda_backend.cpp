@@ -343,6 +343,15 @@ class CudaBackend final : public Backend {
     });
   }
 
+  void mod_raise(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    guarded("mod_raise", [&] {
+      Op op(*this, bc, "mod_raise");
+      op.require_shape(a, out.components, 1, "input");
+      const kernels::Poly o = op.out(out), x = op.in(a);
+      op.issue([&] { kernels::mod_raise(op.launch, o, x); });
+    });
+  }
+
   void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     guarded("relinearize", [&] {
       Op op(*this, bc, "relinearize");

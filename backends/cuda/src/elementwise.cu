@@ -200,6 +200,27 @@ void multiply_linear(const Launch& l, Poly out, Poly a, Poly b) {
   check_launch("multiply_linear");
 }
 
+__global__ void __launch_bounds__(threads) mod_raise_kernel(u64* out, const u64* a, u32 n, int limbs, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const int component = row / limbs;
+  const DevPrime target = primes[row % limbs];
+  const u64 q0 = primes[0].value;
+  const u64 q0_mod = reduce64(q0, target);
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const ulonglong2 x = load_pair(a + static_cast<std::size_t>(component) * n + k);
+  auto lift = [&](u64 v) {
+    const u64 r = reduce64(v, target);
+    return v > (q0 - 1) / 2 ? sub_mod(r, q0_mod, target.value) : r;
+  };
+  store_pair(out + static_cast<std::size_t>(row) * n + k, make_ulonglong2(lift(x.x), lift(x.y)));
+}
+
+void mod_raise(const Launch& l, Poly out, Poly a) {
+  mod_raise_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(out.data, a.data, l.n, out.limbs,
+                                                                                        l.tables.primes);
+  check_launch("mod_raise");
+}
+
 void copy_limbs(const Launch& l, Poly out, Poly a) {
   if (out.data == a.data && out.limbs == a.limbs) return;
   const std::size_t limb_bytes = std::size_t{l.n} * sizeof(u64);

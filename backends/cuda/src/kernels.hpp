@@ -47,6 +47,9 @@ void multiply(const Launch& l, Poly out, Poly a, Poly b);
 void multiply_linear(const Launch& l, Poly out, Poly a, Poly b);
 // The first out.limbs limbs of every component of a.
 void copy_limbs(const Launch& l, Poly out, Poly a);
+// ModRaise: a has one limb (q_0, coefficient domain); every limb of out gets
+// its centered lift.
+void mod_raise(const Launch& l, Poly out, Poly a);
 
 // ---- transforms (ntt.cu) ----
 void to_ntt(const Launch& l, Poly out, Poly a);

@@ -63,6 +63,11 @@ class Engine {
   Ciphertext rescale(const Ciphertext& a) const;  // level - 1, scale / q_level
   Ciphertext drop_to_level(const Ciphertext& a, int level) const;
   Plaintext drop_to_level(const Plaintext& p, int level) const;
+  // Bootstrapping's ModRaise: a two-component ciphertext at level 0 read as
+  // integers (centered residues mod q_0) at the top level, in a's domain and
+  // with a's scale. It then decrypts to m + q_0 I for a small integer
+  // polynomial I (|I| <= (h + 1) / 2 for a secret of Hamming weight h).
+  Ciphertext mod_raise(const Ciphertext& a) const;
 
   // Rotations (left by `step` slots; negative steps rotate right).
   Ciphertext rotate(const Ciphertext& a, long step, const GaloisKeys& keys) const;

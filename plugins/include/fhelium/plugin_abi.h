@@ -18,7 +18,7 @@
  *
  * History: 1.0 the table and FHELIUM_EXTENSION_DEVICE_INFO; 1.1 adds
  * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture);
- * 1.2 appends multiply_relinearize to the table.
+ * 1.2 appends multiply_relinearize to the table; 1.3 appends mod_raise.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 2
+#define FHELIUM_ABI_MINOR 3
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -268,6 +268,9 @@ typedef struct FheliumBackendApi {
   /* ABI 1.2: relinearize(multiply(a, b)), fused where the plugin can. NULL
    * (or an older table): the host runs multiply and relinearize. */
   FheliumOpFn multiply_relinearize; /* a, b, key */
+  /* ABI 1.3: ModRaise for bootstrapping (a: one limb, coefficient domain).
+   * NULL (or an older table): the host runs it through download and upload. */
+  FheliumOpFn mod_raise;            /* a */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

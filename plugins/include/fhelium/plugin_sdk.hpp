@@ -253,6 +253,9 @@ struct Api {
       be.multiply_relinearize(c, poly(x.out), poly(x.a), poly(x.b), key(x.key));
     });
   }
+  static FheliumError* mod_raise(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.mod_raise(c, poly(x.out), poly(x.a)); });
+  }
   static FheliumError* rotate(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
       be.rotate(c, poly(x.out), poly(x.a), x.galois_element, key(x.key));
@@ -374,7 +377,7 @@ struct Api {
         &error_destroy, &error_message, &error_code, &backend_create, &backend_destroy, &context_create,
         &context_destroy, &buffer_create, &buffer_destroy, &upload, &download, &synchronize, &add, &sub, &negate,
         &add_constant, &multiply_constant, &multiply_plain, &multiply, &to_ntt, &to_coefficient, &rescale,
-        &drop_limbs, &relinearize, &rotate, &rotate_hoisted, &multiply_relinearize};
+        &drop_limbs, &relinearize, &rotate, &rotate_hoisted, &multiply_relinearize, &mod_raise};
     return &api;
   }
 };

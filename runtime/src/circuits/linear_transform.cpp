@@ -189,14 +189,15 @@ Slots LinearTransform::pre_rotated(long k, long giant) const {
   return out;
 }
 
-ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string& name) const {
+ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string& name,
+                                std::optional<double> output_scale) const {
   const std::size_t context_slots = b.context()->ring_degree() / 2;
   if (context_slots != slots_) {
     throw InvalidArgumentError("linear transform: built for " + std::to_string(slots_) +
                                " slots, the builder's context has " + std::to_string(context_slots));
   }
   const int level = b.state(x).level;
-  const double diagonal_scale = detail::prime(b, level);
+  const double diagonal_scale = detail::prime(b, level) * (output_scale ? *output_scale / b.state(x).scale : 1.0);
 
   std::map<long, ValueRef> rotated{{0, x}};
   const std::vector<long> babies = baby_steps();

@@ -139,6 +139,11 @@ class Backend {
   virtual void rescale(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   // Keeps the first out.limbs limbs of each component (mod switch).
   virtual void drop_limbs(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
+  // ModRaise (bootstrapping): a has one limb (q_0), coefficient domain; each
+  // limb i of out gets the centered lift of a's residues reduced modulo q_i,
+  // coefficient domain. The default runs on the host (download, lift,
+  // upload), so it cannot be captured; a backend that captures overrides it.
+  virtual void mod_raise(const BackendContext&, const PolyArg& out, const PolyArg& a);
 
   // (c0, c1, c2) -> (c0, c1) + KeySwitch(c2); NTT domain.
   virtual void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) = 0;

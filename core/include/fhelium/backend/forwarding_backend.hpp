@@ -69,6 +69,7 @@ class ForwardingBackend : public Backend {
   void drop_limbs(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     inner_->drop_limbs(c, out, a);
   }
+  void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override { inner_->mod_raise(c, out, a); }
   void relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     inner_->relinearize(c, out, a, key);
   }

@@ -51,6 +51,7 @@ class RecordingBackend final : public ForwardingBackend {
   void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void rescale(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void drop_limbs(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
+  void mod_raise(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) override;
   // Recorded as one call, so the inner backend's own (fused) version replays.
   void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,

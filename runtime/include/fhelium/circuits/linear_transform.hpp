@@ -17,14 +17,16 @@
 // switch; on a tie, fewer giant ones, which are not hoisted).
 //
 // Levels and scale: one level. The diagonals are constants encoded at x's
-// level with scale q_level, so the single rescale at the end returns exactly
-// x's scale.
+// level with scale q_level (times output scale / x's scale when an output
+// scale is asked for), so the single rescale at the end returns exactly x's
+// scale (or the output scale).
 #pragma once
 
 #include <algorithm>
 #include <complex>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,8 +66,9 @@ class LinearTransform {
   std::size_t key_switches() const { return baby_steps().size() + giant_steps().size(); }
 
   // y = M x. Constants are named from `name` ("<name>_<k>"). One level;
-  // the result has x's scale exactly.
-  ValueRef apply(ProgramBuilder& b, ValueRef x, const std::string& name = "diag") const;
+  // the result has x's scale exactly, or `output_scale`.
+  ValueRef apply(ProgramBuilder& b, ValueRef x, const std::string& name = "diag",
+                 std::optional<double> output_scale = std::nullopt) const;
 
   // The same product on clear slots (x of `slots` values, packed).
   Slots apply_clear(const Slots& x) const;

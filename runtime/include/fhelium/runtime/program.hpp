@@ -70,6 +70,7 @@ enum class OpKind {
   to_coefficient,
   sum,               // any number of arguments
   multiply_relinearize_rescale,
+  mod_raise,         // bootstrapping's ModRaise: level 0 -> the top level
 };
 
 const char* to_string(OpKind op);
@@ -187,6 +188,7 @@ class ProgramBuilder {
   ValueRef to_coefficient(ValueRef a);
   ValueRef sum(const std::vector<ValueRef>& values);
   ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
+  ValueRef mod_raise(ValueRef a);
   // Names a result (results get generated names "%N" otherwise). Names are
   // unique within the program and are single text tokens: printable ASCII
   // without spaces, ',', '=' or '#'.

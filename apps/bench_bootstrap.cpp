@@ -1,0 +1,161 @@
+// Benchmarks one full bootstrap (circuits::Bootstrapper) on a backend and
+// prints JSON: key generation and upload, key memory, the eager bootstrap
+// and its GraphProgram replay (median and minimum, synchronized), peak
+// backend memory and the error against the message. The parameters are
+// insecure_bootstrap_parameters (a sparse secret, outside the security
+// table until the encapsulation exists). Not a test.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <random>
+
+#include "backend_choice.hpp"
+#include "fhelium/circuits/bootstrap.hpp"
+#include "fhelium/encoder.hpp"
+#include "fhelium/encryptor.hpp"
+#include "fhelium/keys.hpp"
+#include "fhelium/runtime/graph_program.hpp"
+#include "op_bench.hpp"
+
+namespace {
+
+using namespace fhelium;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+template <class Body>
+double milliseconds(Body&& body) {
+  const auto start = Clock::now();
+  body();
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"One CKKS bootstrap on a backend: time, keys, memory, error (JSON out)"};
+  std::string backend_name = "auto";
+  int log_n = 16;
+  int user_levels = 10;
+  int runs = 5;
+  int warmup = 1;
+  bool graph = true;
+  app.add_option("--backend", backend_name, "backend name or plugin path; auto: cuda if it loads, else cpu");
+  app.add_option("--log-n", log_n, "log2 of the ring degree")->check(CLI::Range(10, 17));
+  app.add_option("--user-levels", user_levels, "levels left after bootstrapping")->check(CLI::Range(1, 30));
+  app.add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 1000));
+  app.add_option("--warmup", warmup, "warm-up runs")->check(CLI::Range(0, 100));
+  app.add_flag("!--no-graph", graph, "skip the GraphProgram capture and replay");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    apps::ChosenBackend chosen = apps::choose_backend(backend_name);
+    if (!chosen.note.empty()) std::cerr << chosen.note << "\n";
+    const circuits::BootstrapConfig config;
+    const CkksParameters params = circuits::insecure_bootstrap_parameters(log_n, user_levels, config);
+    const auto context = Context::create(params);
+    Csprng rng;
+    KeyGenerator keygen(context, rng);
+    const SecretKey sk = keygen.secret_key();
+    const PublicKey pk = keygen.public_key(sk);
+    Engine engine(context, chosen.backend);
+
+    const runtime::KeyRequirements needs = circuits::Bootstrapper::required_keys(context, config);
+    std::vector<HostSwitchKey> galois;
+    std::optional<HostSwitchKey> relin;
+    const double keygen_ms = milliseconds([&] {
+      relin = keygen.relinearization_key(sk);
+      for (std::uint32_t element : needs.galois_elements(*context)) galois.push_back(keygen.galois_key(sk, element));
+    });
+    std::size_t key_bytes = relin->data.size() * sizeof(u64);
+    for (const auto& k : galois) key_bytes += k.data.size() * sizeof(u64);
+    std::optional<RelinKey> relin_key;
+    std::optional<GaloisKeys> galois_keys;
+    const double upload_ms = milliseconds([&] {
+      relin_key = engine.upload_relinearization_key(*relin);
+      galois_keys = engine.upload_galois_keys(galois);
+      engine.backend().synchronize();
+    });
+    galois.clear();
+    std::optional<circuits::Bootstrapper> bootstrapper;
+    const double link_ms = milliseconds([&] { bootstrapper.emplace(engine, *relin_key, *galois_keys, config); });
+
+    Encoder encoder(context);
+    Encryptor encryptor(context, rng);
+    std::mt19937_64 message_rng(1);
+    std::uniform_real_distribution<double> d(-1.0, 1.0);
+    std::vector<std::complex<double>> m(context->ring_degree() / 2);
+    for (auto& v : m) v = {d(message_rng), d(message_rng)};
+    const Ciphertext x = engine.upload_ciphertext(encryptor.encrypt(encoder.encode(m, 0, params.scale), pk));
+
+    for (int i = 0; i < warmup; ++i) (void)bootstrapper->bootstrap(x);
+    engine.backend().synchronize();
+    std::vector<double> eager;
+    Ciphertext y;
+    for (int i = 0; i < runs; ++i) {
+      eager.push_back(milliseconds([&] {
+        y = bootstrapper->bootstrap(x);
+        engine.backend().synchronize();
+      }));
+    }
+    const auto decoded = encoder.decode(Decryptor(context).decrypt(engine.download(y), sk));
+    double error = 0;
+    for (std::size_t i = 0; i < m.size(); ++i) error = std::max(error, std::abs(decoded[i] - m[i]));
+
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    json::array devices;
+    for (const auto& dev : chosen.devices) devices.emplace_back(dev);
+    json::object out{
+        {"benchmark", "bootstrap"},
+        {"machine", {{"host", host}, {"cpu", apps::cpu_model()}, {"devices", devices}}},
+        {"backend", chosen.backend->name()},
+        {"parameters",
+         {{"ring_degree", context->ring_degree()},
+          {"slots", context->ring_degree() / 2},
+          {"q_bits", json::value_from(params.q_bits)},
+          {"p_bits", json::value_from(params.p_bits)},
+          {"log_qp", context->log_qp()},
+          {"key_digits", context->key_digits()},
+          {"hamming_weight", params.hamming_weight},
+          {"levels_after", bootstrapper->output_level()},
+          {"depth", config.depth()},
+          {"coeff_to_slot_levels", config.coeff_to_slot_levels},
+          {"eval_mod_levels", config.eval_mod_depth()},
+          {"slot_to_coeff_levels", config.slot_to_coeff_levels}}},
+        {"keys",
+         {{"rotation_keys", needs.rotation_steps.size()},
+          {"conjugation", needs.conjugation},
+          {"galois_keys", needs.galois_elements(*context).size()},
+          {"bytes", key_bytes},
+          {"keygen_ms", keygen_ms},
+          {"upload_ms", upload_ms}}},
+        {"program", {{"nodes", bootstrapper->program().program().nodes().size()}, {"link_ms", link_ms}}},
+        {"eager", apps::timing_summary(eager)},
+        {"max_error", error},
+        {"precision_bits", -std::log2(error)},
+        {"timing", "wall clock around each bootstrap, synchronized"}};
+
+    if (graph && chosen.backend->supports_capture()) {
+      const runtime::ValueTree inputs(runtime::ValueTree::Map{{"x", x}});
+      const runtime::Executable& exe = bootstrapper->executable();
+      runtime::GraphProgram program = runtime::GraphProgram::capture(
+          engine.backend(), *context, [&](const runtime::ValueTree& in) { return exe.run(in); }, inputs);
+      for (int i = 0; i < warmup; ++i) (void)program.replay(inputs);
+      std::vector<double> replay;
+      for (int i = 0; i < runs; ++i) replay.push_back(milliseconds([&] { (void)program.replay(inputs); }));
+      out["graph_replay"] = apps::timing_summary(replay);
+      out["graph_operations"] = program.stats().operations;
+      program.close();
+    }
+    out["peak_backend_bytes"] = chosen.backend->memory_usage().peak_bytes;
+    std::cout << json::serialize(out) << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fhelium-bench-bootstrap: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,108 @@
+// CKKS bootstrapping: a ciphertext at level 0 back at a high level with the
+// same message, as one circuit of the library.
+//
+// Stages (full slots, n = N/2):
+//   1. scaling to the message ratio: multiply_integer by M so that the
+//      coefficients M m are about q_0 / message_ratio (no level);
+//   2. ModRaise: the level-0 residues read as integers at the top level; the
+//      plaintext becomes c = M m + q_0 I with |I| <= K (K = (h + 1) / 2 for a
+//      secret of Hamming weight h: |c_0 + c_1 s| <= (h + 1) q_0 / 2);
+//   3. CoeffToSlot: the encoder's inverse special FFT in
+//      `coeff_to_slot_levels` linear transforms (special_fft.hpp), scaled so
+//      that the slots hold (c_k + i c_(N/2+k)) / (2 q_0 K') with K' = K + 1,
+//      then split into real and imaginary parts by a conjugation; the
+//      imaginary part is multiplied by -i, a monomial (no level);
+//   4. EvalMod on both parts: t = c / q_0 = K' y, sin(2 pi t) =
+//      cos(2 pi (t - 1/4)) from a Chebyshev interpolant of
+//      cos(2 pi (K' y - 1/4) / 2^r) on [-1, 1] and r double-angle steps
+//      cos(2x) = 2 cos(x)^2 - 1; sin(2 pi t) = sin(2 pi M m / q_0);
+//   5. SlotToCoeff: the parts recombined (times i, no level) and the special
+//      FFT in `slot_to_coeff_levels` linear transforms, scaled by
+//      q_0 / (2 pi Delta M) so that the slots hold the message again.
+//
+// Levels: coeff_to_slot_levels + ceil(log2(cosine_degree + 1)) + double_angle
+// + slot_to_coeff_levels, from the top level; the output has exactly the
+// output scale. Precision is set by the sine's curvature ((2 pi M m / q_0)^2
+// / 6, relative: the message ratio), the interpolant and the scale EvalMod
+// works at (the prime at the level CoeffToSlot ends at).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "fhelium/engine.hpp"
+#include "fhelium/runtime/program.hpp"
+
+namespace fhelium::circuits {
+
+using runtime::ProgramBuilder;
+using runtime::ValueRef;
+
+struct BootstrapConfig {
+  int coeff_to_slot_levels = 3;  // 1 .. log2(slots)
+  int slot_to_coeff_levels = 3;  // 1 .. log2(slots)
+  int double_angle = 2;          // r
+  int cosine_degree = 63;        // the Chebyshev interpolant's degree
+  // The bound K on ModRaise's overflow |I|; 0: (h + 1) / 2 from the
+  // context's sparse secret of Hamming weight h.
+  int overflow_bound = 0;
+  // q_0 over the message's coefficients after the integer up-scaling.
+  double message_ratio = 1024.0;
+  std::optional<double> output_scale;  // default: the context's scale
+
+  // Levels consumed: coeff_to_slot_levels + EvalMod + slot_to_coeff_levels.
+  int depth() const;
+  int eval_mod_depth() const;
+};
+
+// Parameters laid out for bootstrapping at ring degree 2^log_ring_degree:
+// q_0 of 60 bits, `user_levels` primes of 40 bits (scale 2^40), then the
+// primes the bootstrap consumes from the top: SlotToCoeff's of 40 bits,
+// EvalMod's and CoeffToSlot's of 60 bits (EvalMod's precision is set by the
+// scale it works at), and special primes of 60 bits for about five
+// key-switching digits. The secret is sparse (Hamming weight 32, so K = 16),
+// which the 2025 table does not cover: allow_insecure is set, and these are
+// for tests and measurements until the sparse-secret encapsulation exists.
+CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
+
+// The bound K of the configuration on the context (InvalidArgumentError for a
+// dense secret without an explicit bound: K would grow with N).
+int overflow_bound(const Context& context, const BootstrapConfig& config);
+
+// Appends the bootstrap of x (a ciphertext at any level; dropped to level 0)
+// to a bound builder. The result is at level max_level - config.depth() with
+// exactly the output scale. InvalidArgumentError, before any node is added,
+// when the context has too few levels or is not full-slot.
+ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config = {});
+
+// The bootstrap as a ready callable on one Engine: the program is built and
+// linked once (its keys checked, its constants encoded) for inputs of
+// `input_scale` (default: the context's scale).
+class Bootstrapper {
+ public:
+  // Every key the bootstrap needs: generate these before constructing.
+  static runtime::KeyRequirements required_keys(std::shared_ptr<const Context> context,
+                                                const BootstrapConfig& config = {},
+                                                std::optional<double> input_scale = std::nullopt);
+
+  // MissingKeyError naming each missing key. The keys are borrowed and must
+  // outlive the Bootstrapper, as must the engine.
+  Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+               const BootstrapConfig& config = {}, std::optional<double> input_scale = std::nullopt);
+
+  // x at any level with the input scale (StateError otherwise).
+  Ciphertext bootstrap(const Ciphertext& x) const;
+  Ciphertext operator()(const Ciphertext& x) const { return bootstrap(x); }
+
+  const runtime::PreparedProgram& program() const { return executable_.prepared(); }
+  // The linked program (inputs {"x": level 0}, output "y"): for GraphProgram capture.
+  const runtime::Executable& executable() const { return executable_; }
+  int output_level() const;
+  double output_scale() const;
+
+ private:
+  const Engine* engine_;
+  runtime::Executable executable_;
+};
+
+}  // namespace fhelium::circuits

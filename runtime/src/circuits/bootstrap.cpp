@@ -1,0 +1,203 @@
+#include "fhelium/circuits/bootstrap.hpp"
+
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <string>
+
+#include "circuit_internal.hpp"
+#include "fhelium/circuits/linear_transform.hpp"
+#include "fhelium/circuits/polynomial.hpp"
+#include "fhelium/circuits/special_fft.hpp"
+#include "fhelium/error.hpp"
+
+namespace fhelium::circuits {
+namespace {
+
+using runtime::Slots;
+
+// The cosine EvalMod interpolates: cos(2 pi (K' y - 1/4) / 2^r) on [-1, 1].
+Polynomial cosine(const BootstrapConfig& config, double interval) {
+  const double r = std::ldexp(1.0, config.double_angle);
+  return Polynomial::chebyshev_interpolant(
+      [&](double y) { return std::cos(2.0 * std::numbers::pi * (interval * y - 0.25) / r); }, config.cosine_degree,
+      -1.0, 1.0);
+}
+
+// sin(2 pi K' y) at exactly `scale`: the interpolant, then r double-angle steps.
+ValueRef eval_mod(ProgramBuilder& b, ValueRef y, const Polynomial& cos, const BootstrapConfig& config, double scale) {
+  const int top = b.state(y).level - polynomial_depth(cos);
+  // Backwards from the output: a step at level l turns scale s into s^2 / q_l.
+  double s = scale;
+  for (int i = config.double_angle - 1; i >= 0; --i) s = std::sqrt(s * detail::prime(b, top - i));
+  PolynomialOptions options;
+  options.output_scale = s;
+  ValueRef z = evaluate_polynomial(b, y, cos, options);
+  for (int i = 0; i < config.double_angle; ++i) {
+    z = b.multiply_relinearize_rescale(z, z);
+    z = b.sub_scalar(b.add(z, z), 1.0);
+  }
+  return z;
+}
+
+// A constant holding `value` in every slot at scale 1: for +-i, the monomial
+// +-X^(N/2), an exact product that keeps the scale and the level.
+ValueRef unit(ProgramBuilder& b, const std::string& name, std::complex<double> value) {
+  return b.constant(b.fresh_name(name), Slots(b.context()->ring_degree() / 2, value), 1.0);
+}
+
+// The matrices applied in order, times `factor`, ending at exactly
+// `output_scale`. The factor and the change of scale are spread evenly over
+// the matrices: a diagonal is encoded at q_l times the ratio of its
+// transform's output and input scales, so spreading keeps every diagonal's
+// integers equally large (CoeffToSlot's factor of about 2^-25 in one matrix
+// would leave its diagonals 25 bits of precision fewer than the others').
+ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Diagonals>& matrices, double factor,
+                   const std::string& name, double output_scale) {
+  const double count = static_cast<double>(matrices.size());
+  const double input_scale = b.state(x).scale;
+  const std::size_t slots = b.context()->ring_degree() / 2;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    const LinearTransform t =
+        LinearTransform::from_diagonals(scaled(matrices[i], std::pow(factor, 1.0 / count)), slots, slots);
+    const bool last = i + 1 == matrices.size();
+    const double scale =
+        last ? output_scale : input_scale * std::pow(output_scale / input_scale, static_cast<double>(i + 1) / count);
+    x = t.apply(b, x, b.fresh_name(name + std::to_string(i)), scale);
+  }
+  return x;
+}
+
+}  // namespace
+
+int BootstrapConfig::eval_mod_depth() const {
+  return detail::ceil_log2(static_cast<std::size_t>(cosine_degree) + 1) + double_angle;
+}
+
+int BootstrapConfig::depth() const { return coeff_to_slot_levels + eval_mod_depth() + slot_to_coeff_levels; }
+
+CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config) {
+  CkksParameters p;
+  p.log_ring_degree = log_ring_degree;
+  p.q_bits.push_back(60);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(user_levels + config.slot_to_coeff_levels), 40);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(config.eval_mod_depth() + config.coeff_to_slot_levels), 60);
+  p.p_bits.assign((p.q_bits.size() + 4) / 5, 60);
+  p.scale = std::ldexp(1.0, 40);
+  p.hamming_weight = 32;
+  p.allow_insecure = true;
+  return p;
+}
+
+int overflow_bound(const Context& context, const BootstrapConfig& config) {
+  if (config.overflow_bound > 0) return config.overflow_bound;
+  const int h = context.params().hamming_weight;
+  if (h <= 0) {
+    throw InvalidArgumentError(
+        "bootstrap: the context's secret is dense (hamming_weight 0), so ModRaise's overflow grows with N; "
+        "expected a sparse secret (CkksParameters::hamming_weight > 0) or an explicit "
+        "BootstrapConfig::overflow_bound");
+  }
+  return (h + 1) / 2;
+}
+
+ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config) {
+  const Context& context = *b.context();
+  const std::size_t slots = context.ring_degree() / 2;
+  const int log_slots = detail::ceil_log2(slots);
+  for (const auto& [name, levels] : {std::pair{"coeff_to_slot_levels", config.coeff_to_slot_levels},
+                                     std::pair{"slot_to_coeff_levels", config.slot_to_coeff_levels}}) {
+    if (levels < 1 || levels > log_slots) {
+      throw InvalidArgumentError(std::string("bootstrap: ") + name + " is " + std::to_string(levels) + ", expected 1.." +
+                                 std::to_string(log_slots));
+    }
+  }
+  if (config.double_angle < 0 || config.cosine_degree < 2 || !(config.message_ratio >= 1.0)) {
+    throw InvalidArgumentError("bootstrap: double_angle " + std::to_string(config.double_angle) + ", cosine_degree " +
+                               std::to_string(config.cosine_degree) + ", message_ratio " +
+                               std::to_string(config.message_ratio) +
+                               "; expected double_angle >= 0, cosine_degree >= 2 and message_ratio >= 1");
+  }
+  if (context.max_level() < config.depth()) {
+    throw InvalidArgumentError("bootstrap: the configuration consumes " + std::to_string(config.depth()) +
+                               " levels (CoeffToSlot " + std::to_string(config.coeff_to_slot_levels) + ", EvalMod " +
+                               std::to_string(config.eval_mod_depth()) + ", SlotToCoeff " +
+                               std::to_string(config.slot_to_coeff_levels) + "), the context has " +
+                               std::to_string(context.max_level()) + " above level 0");
+  }
+  const double interval = overflow_bound(context, config) + 1.0;  // K': |t| <= K + 1/ratio
+  const double output_scale = config.output_scale.value_or(context.params().scale);
+
+  // 1-2. Up-scaling and ModRaise.
+  ValueRef v = detail::at_level(b, x, 0);
+  const double delta = b.state(v).scale;
+  const double q0 = detail::prime(b, 0);
+  const auto up = static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * config.message_ratio))));
+  if (up > 1) v = b.multiply_integer(v, up);
+  v = b.mod_raise(v);
+
+  // 3. CoeffToSlot, ending at the scale EvalMod works at; real and imaginary parts.
+  const int eval_level = context.max_level() - config.coeff_to_slot_levels;
+  const double eval_scale = detail::prime(b, eval_level);
+  v = apply_all(b, v, coeff_to_slot_matrices(context.ring_degree(), slots, config.coeff_to_slot_levels),
+                delta / (2.0 * q0 * interval), "coeff_to_slot", eval_scale);
+  const ValueRef conjugated = b.conjugate(v);
+  const ValueRef real = b.add(v, conjugated);
+  const ValueRef imaginary = b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0}));
+
+  // 4. EvalMod on both parts.
+  const Polynomial cos = cosine(config, interval);
+  const ValueRef real_mod = eval_mod(b, real, cos, config, eval_scale);
+  const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
+
+  // 5. SlotToCoeff.
+  v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
+  return apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
+                   q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale);
+}
+
+namespace {
+
+ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const BootstrapConfig& config,
+                                 std::optional<double> input_scale) {
+  ProgramBuilder b(context, "bootstrap");
+  ValueState x;
+  x.context_id = context->id();
+  x.word_size = context->word_size();
+  x.level = 0;
+  x.scale = input_scale.value_or(context->params().scale);
+  const ValueRef in = b.input("x", x);
+  b.output("y", bootstrap(b, in, config));
+  return b;
+}
+
+}  // namespace
+
+runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Context> context,
+                                                     const BootstrapConfig& config, std::optional<double> input_scale) {
+  return bootstrap_builder(std::move(context), config, input_scale).required_keys();
+}
+
+Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+                           const BootstrapConfig& config, std::optional<double> input_scale)
+    : engine_(&engine) {
+  const ProgramBuilder b = bootstrap_builder(engine.context_ptr(), config, input_scale);
+  runtime::Materials materials;
+  materials.relinearization_key = &relinearization_key;
+  materials.galois_keys = &galois_keys;
+  for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
+  executable_ = runtime::link(b.prepare(), engine, materials);
+}
+
+Ciphertext Bootstrapper::bootstrap(const Ciphertext& x) const {
+  const Ciphertext at_zero = x.state.level > 0 ? engine_->drop_to_level(x, 0) : x;
+  const runtime::ValueTree out = executable_.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", at_zero}}));
+  return out.at("y").ciphertext();
+}
+
+int Bootstrapper::output_level() const { return program().state(program().program().outputs().front().second).level; }
+double Bootstrapper::output_scale() const {
+  return program().state(program().program().outputs().front().second).scale;
+}
+
+}  // namespace fhelium::circuits

@@ -1,0 +1,189 @@
+// Bootstrapping: ModRaise against its definition, the special FFT's stages
+// against the encoder, and a full bootstrap at N = 2^12 (insecure parameters,
+// tests only) against the message and the clear evaluator, bit-exact between
+// cpu and the backend named by FHELIUM_RUNTIME_TEST_BACKEND when one is.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <optional>
+
+#include "fhelium/circuits/bootstrap.hpp"
+#include "fhelium/circuits/linear_transform.hpp"
+#include "fhelium/circuits/special_fft.hpp"
+#include "fhelium/runtime/clear_evaluator.hpp"
+#include "helpers.hpp"
+#include "runtime_backend.hpp"
+
+namespace fhelium::circuits {
+namespace {
+
+using runtime::KeyRequirements;
+using test::Fixture;
+using test::max_error;
+using test::Message;
+
+CkksParameters bootstrap_params(int log_n) { return insecure_bootstrap_parameters(log_n, 2); }
+
+std::vector<HostSwitchKey> galois_keys_for(Fixture& f, const KeyRequirements& keys) {
+  std::vector<HostSwitchKey> out;
+  for (std::uint32_t element : keys.galois_elements(*f.context)) out.push_back(f.keygen.galois_key(f.sk, element));
+  return out;
+}
+
+// Clear slots through a list of diagonal matrices.
+Message through(const std::vector<Diagonals>& matrices, Message v) {
+  for (const Diagonals& m : matrices) v = LinearTransform::from_diagonals(m, v.size(), v.size()).apply_clear(v);
+  return v;
+}
+
+std::size_t bit_reverse(std::size_t x, std::size_t n) {
+  std::size_t r = 0;
+  for (std::size_t bit = 1; bit < n; bit <<= 1) r = (r << 1) | ((x & bit) ? 1 : 0);
+  return r;
+}
+
+TEST(ModRaise, EveryLimbIsTheCenteredLiftOfLevelZero) {
+  Fixture f(test::small_params(10, 3), 3);
+  const Ciphertext x = f.engine.drop_to_level(f.encrypt(f.random_message(1.0)), 0);
+  const Ciphertext raised = f.engine.mod_raise(x);
+  EXPECT_EQ(raised.state.level, f.context->max_level());
+  EXPECT_EQ(raised.state.scale, x.state.scale);
+  EXPECT_EQ(raised.state.domain, Domain::ntt);
+  // Back at level 0 the residues are x's, bit for bit.
+  EXPECT_EQ(f.engine.download(f.engine.drop_to_level(raised, 0)).data, f.engine.download(x).data);
+  const HostValue c = f.engine.download(f.engine.to_coefficient(raised));
+  const u64 q0 = f.context->q()[0].value;
+  const std::size_t n = f.context->ring_degree();
+  for (int comp = 0; comp < 2; ++comp) {
+    const u64* base = c.limb(*f.context, comp, 0);
+    for (int limb = 1; limb <= c.state.level; ++limb) {
+      const u64 qi = f.context->q()[static_cast<std::size_t>(limb)].value;
+      const u64* got = c.limb(*f.context, comp, limb);
+      for (std::size_t k = 0; k < n; ++k) {
+        const u64 v = base[k];
+        const u64 expected = v > (q0 - 1) / 2 ? (qi - (q0 - v) % qi) % qi : v % qi;
+        ASSERT_EQ(got[k], expected) << "component " << comp << " limb " << limb << " coefficient " << k;
+      }
+    }
+  }
+  EXPECT_THROW(f.engine.mod_raise(f.encrypt(f.random_message(1.0), 1)), StateError);
+}
+
+TEST(SpecialFft, StagesReproduceTheEncoder) {
+  Fixture f(test::small_params(10, 1), 4);
+  const std::size_t n = f.slots();
+  const Message z = f.random_message(1.0);
+  const double scale = std::ldexp(1.0, 50);
+  // w_k = (c_k + i c_(n+k)) / scale from the encoder's own coefficients.
+  HostValue pt = f.encoder.encode(z, 0, scale, Domain::coefficient);
+  const u64 q = f.context->q()[0].value;
+  auto centered = [&](u64 r) { return r > q / 2 ? -static_cast<double>(q - r) : static_cast<double>(r); };
+  Message w(n);
+  for (std::size_t k = 0; k < n; ++k) w[k] = {centered(pt.data[k]) / scale, centered(pt.data[n + k]) / scale};
+  Message w_reversed(n);
+  for (std::size_t k = 0; k < n; ++k) w_reversed[k] = w[bit_reverse(k, n)];
+
+  for (int groups : {1, 3, 9}) {
+    const auto cts = coeff_to_slot_matrices(f.context->ring_degree(), n, groups);
+    const auto stc = slot_to_coeff_matrices(f.context->ring_degree(), n, groups);
+    ASSERT_EQ(cts.size(), static_cast<std::size_t>(groups));
+    EXPECT_LT(max_error(w_reversed, through(cts, z)), 1e-12) << groups << " groups";
+    EXPECT_LT(max_error(z, through(stc, w_reversed)), 1e-12) << groups << " groups";
+    // A group of s consecutive stages has at most 2^(s+1) - 1 diagonals.
+    const std::size_t largest = static_cast<std::size_t>((9 + groups - 1) / groups);
+    for (const auto& m : cts) EXPECT_LE(m.size(), (std::size_t{2} << largest) - 1);
+  }
+  EXPECT_THROW(coeff_to_slot_matrices(f.context->ring_degree(), n, 10), InvalidArgumentError);
+}
+
+class Bootstrap : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { f_ = new Fixture(bootstrap_params(12), 7); }
+  static void TearDownTestSuite() {
+    delete f_;
+    f_ = nullptr;
+  }
+  static Fixture* f_;
+};
+Fixture* Bootstrap::f_ = nullptr;
+
+TEST_F(Bootstrap, RestoresTheMessageAtAHighLevelBitExactOnEveryBackend) {
+  Fixture& f = *f_;
+  const BootstrapConfig config;
+  const int depth = config.depth();
+  ASSERT_EQ(depth, 14);
+  const KeyRequirements keys = Bootstrapper::required_keys(f.context, config);
+  EXPECT_TRUE(keys.relinearization);
+  EXPECT_TRUE(keys.conjugation);
+  const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+  const std::vector<HostSwitchKey> galois = galois_keys_for(f, keys);
+
+  const Message m = f.random_message(1.0);
+  const HostValue x = f.encryptor.encrypt(f.encoder.encode(m, 0, f.scale()), f.pk);
+  auto run_on = [&](const Engine& engine) {
+    const RelinKey relin_key = engine.upload_relinearization_key(relin);
+    const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, config);
+    EXPECT_EQ(bootstrapper.output_level(), f.context->max_level() - depth);
+    EXPECT_TRUE(same_scale(bootstrapper.output_scale(), f.scale()));
+    const Ciphertext y = bootstrapper.bootstrap(engine.upload_ciphertext(x));
+    EXPECT_EQ(y.state.level, f.context->max_level() - depth);
+    EXPECT_TRUE(same_scale(y.state.scale, f.scale()));
+    return engine.download(y);
+  };
+  const HostValue y = run_on(f.engine);
+  const Message got = f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots());
+  const double error = max_error(m, got);
+  // 25 bits measured (max over 2048 complex slots of norm <= sqrt(2)).
+  EXPECT_LT(error, std::ldexp(1.0, -22)) << "bootstrapping error " << error << " (" << -std::log2(error) << " bits)";
+  RecordProperty("max_error_bits", std::to_string(-std::log2(error)));
+
+  const test::TestBackend other = test::runtime_test_backend();
+  if (other.backend) {
+    const Engine engine(f.context, other.backend);
+    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
+  }
+}
+
+TEST_F(Bootstrap, TheClearEvaluatorAgreesWithTheMessage) {
+  Fixture& f = *f_;
+  ProgramBuilder b(f.context, "bootstrap");
+  ValueState x_state = f.engine.download(f.encrypt(Message(1), 0)).state;
+  const ValueRef y = bootstrap(b, b.input("x", x_state));
+  b.output("y", y);
+  const Message m = f.random_message(1.0);
+  const Message clear =
+      runtime::evaluate_clear(b.program(), {{"x", m}}, b.constant_values(), f.slots()).at("y");
+  // Only the sine's curvature and the interpolant separate them.
+  EXPECT_LT(max_error(m, clear), 1e-5);
+}
+
+TEST_F(Bootstrap, WrongUseIsRefusedBeforeAnythingRuns) {
+  Fixture& f = *f_;
+  // Too few levels.
+  Fixture shallow(test::small_params(10, 8), 8);
+  ProgramBuilder b(shallow.context, "bootstrap");
+  const ValueRef x = b.input("x", shallow.engine.download(shallow.encrypt(Message(1), 0)).state);
+  try {
+    bootstrap(b, x);
+    FAIL() << "a context with 8 levels bootstrapped";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("consumes 14 levels"), std::string::npos) << e.what();
+  }
+  // A dense secret without an explicit bound.
+  CkksParameters dense = bootstrap_params(10);
+  dense.hamming_weight = 0;
+  Fixture dense_fixture(dense, 9);
+  ProgramBuilder db(dense_fixture.context, "bootstrap");
+  const ValueRef dx = db.input("x", dense_fixture.engine.download(dense_fixture.encrypt(Message(1), 0)).state);
+  EXPECT_THROW(bootstrap(db, dx), InvalidArgumentError);
+  EXPECT_EQ(db.node_count(), 0u);
+  // Missing keys are named before anything runs.
+  const RelinKey relin = f.relin_key();
+  const GaloisKeys none = f.engine.upload_galois_keys({});
+  EXPECT_THROW(Bootstrapper(f.engine, relin, none), MissingKeyError);
+}
+
+}  // namespace
+}  // namespace fhelium::circuits
