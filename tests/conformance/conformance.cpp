@@ -529,6 +529,17 @@ std::vector<CaseDef> make_cases(int level) {
     def(
         "drop_to_level(0)", [](Side& s, T t, P) { return single(s.get(s.engine.drop_to_level(s.ct(t.ha), 0))); },
         [=](T t) { return one(t.a); });
+    // ModRaise: residues against cpu; back at level 0 it is the input again.
+    def(
+        "mod_raise",
+        [](Side& s, T t, P) { return single(s.get(s.engine.mod_raise(s.engine.drop_to_level(s.ct(t.ha), 0)))); },
+        [](T) { return std::vector<Message>{}; });
+    def(
+        "mod_raise,drop_to_level(0)",
+        [](Side& s, T t, P) {
+          return single(s.get(s.engine.drop_to_level(s.engine.mod_raise(s.engine.drop_to_level(s.ct(t.ha), 0)), 0)));
+        },
+        [=](T t) { return one(t.a); });
     def(
         "drop_to_level(0,plaintext)",
         [](Side& s, T t, P) { return single(s.get(s.engine.drop_to_level(s.pt(t.pb), 0))); },

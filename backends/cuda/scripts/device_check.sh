@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|graph|runtime|pipelines|plugin|accuracy|client-server ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|graph|runtime|pipelines|bootstrap|plugin|accuracy|client-server ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -130,6 +130,26 @@ for step in $steps; do
         > "$out/runtime-cuda.log" 2>&1
       echo "runtime tests on cuda rc=$?"
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/runtime-cuda.log" | tail -12
+      ;;
+    bootstrap)
+      # The bootstrap tests on cuda (bit-exact against cpu at N = 2^12), one
+      # under memcheck, and the 2^16 bootstrap benchmark (JSON).
+      export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
+      export FHELIUM_RUNTIME_TEST_BACKEND=cuda
+      runtime_tests=$bundle/tests/runtime/fhelium_runtime_tests
+      timeout 300 "$runtime_tests" --gtest_filter='Bootstrap*:ModRaise*:SpecialFft*' > "$out/bootstrap_tests.log" 2>&1
+      echo "bootstrap tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/bootstrap_tests.log" | tail -6
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$runtime_tests" \
+        --gtest_filter='Bootstrap.Restores*' > "$out/bootstrap_memcheck.log" 2>&1
+      echo "bootstrap memcheck rc=$?"
+      tail -3 "$out/bootstrap_memcheck.log"
+      for log_n in 16; do
+        timeout 400 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --log-n $log_n --runs 10 --warmup 2 \
+          > "$out/bootstrap-$log_n.json" 2> "$out/bootstrap-$log_n.log"
+        echo "bootstrap bench 2^$log_n rc=$?"
+        cat "$out/bootstrap-$log_n.json"
+      done
       ;;
     pipelines)
       # The example pipelines on cuda in every execution mode, a report each.

@@ -19,19 +19,52 @@ void check_shape(std::size_t ring_degree, std::size_t slots, std::size_t len) {
   }
 }
 
-// The twiddle of butterfly j in a stage of length len: exp(2 pi i (5^j mod 4len) / 4len).
-std::complex<double> twiddle(std::size_t ring_degree, std::size_t j, std::size_t len) {
+// The twiddles of a stage of length len: exp(2 pi i (5^j mod 4len) / 4len)
+// for butterfly j < len / 2.
+std::vector<std::complex<double>> twiddles(std::size_t ring_degree, std::size_t len) {
   const std::uint64_t m = 2 * ring_degree;
-  std::uint64_t power = 1;
-  for (std::size_t i = 0; i < j; ++i) power = (power * 5) & (m - 1);
   const std::uint64_t quad = 4 * len;
-  const double angle = 2.0 * std::numbers::pi * static_cast<double>(power & (quad - 1)) / static_cast<double>(quad);
-  return {std::cos(angle), std::sin(angle)};
+  std::vector<std::complex<double>> t(len / 2);
+  std::uint64_t power = 1;
+  for (auto& w : t) {
+    const double angle = 2.0 * std::numbers::pi * static_cast<double>(power & (quad - 1)) / static_cast<double>(quad);
+    w = {std::cos(angle), std::sin(angle)};
+    power = (power * 5) & (m - 1);
+  }
+  return t;
 }
 
 Diagonals zero_diagonals(std::size_t slots, std::initializer_list<long> indices) {
   Diagonals d;
   for (long k : indices) d.emplace(k, Slots(slots));
+  return d;
+}
+
+// One stage's entries for the butterfly with twiddle t: the upper half's
+// diagonals 0 and +half, the lower half's 0 and -half.
+struct Butterfly {
+  std::complex<double> upper_same, upper_next, lower_same, lower_previous;
+};
+
+template <class Entries>
+Diagonals butterflies(std::size_t ring_degree, std::size_t slots, std::size_t len, Entries entries) {
+  check_shape(ring_degree, slots, len);
+  const std::size_t half = len / 2;
+  const long up = static_cast<long>(half);
+  const long down = static_cast<long>((slots - half) % slots);
+  Diagonals d = zero_diagonals(slots, {0, up, down});
+  const std::vector<std::complex<double>> t = twiddles(ring_degree, len);
+  for (std::size_t x = 0; x < slots; ++x) {
+    const std::size_t j = x % len;
+    const Butterfly b = entries(t[j % half]);
+    if (j < half) {
+      d[0][x] = b.upper_same;
+      d[up][x] = b.upper_next;
+    } else {
+      d[0][x] = b.lower_same;
+      d[down][x] = b.lower_previous;
+    }
+  }
   return d;
 }
 
@@ -59,42 +92,18 @@ std::vector<Diagonals> grouped(const std::vector<Diagonals>& stages, int groups,
 }  // namespace
 
 Diagonals special_fft_stage(std::size_t ring_degree, std::size_t slots, std::size_t len) {
-  check_shape(ring_degree, slots, len);
-  const std::size_t half = len / 2;
-  const long up = static_cast<long>(half);
-  const long down = static_cast<long>((slots - half) % slots);
-  Diagonals d = zero_diagonals(slots, {0, up, down});
-  for (std::size_t x = 0; x < slots; ++x) {
-    const std::size_t j = x % len;
-    if (j < half) {  // out[x] = v[x] + t_j v[x + half]
-      d[0][x] = 1.0;
-      d[up][x] = twiddle(ring_degree, j, len);
-    } else {  // out[x] = v[x - half] - t_j' v[x]
-      d[0][x] = -twiddle(ring_degree, j - half, len);
-      d[down][x] = 1.0;
-    }
-  }
-  return d;
+  // Upper half: out[x] = v[x] + t_j v[x + half]; lower: out[x] = v[x - half] - t_j v[x].
+  return butterflies(ring_degree, slots, len, [](std::complex<double> t) {
+    return Butterfly{1.0, t, -t, 1.0};
+  });
 }
 
 Diagonals special_fft_inverse_stage(std::size_t ring_degree, std::size_t slots, std::size_t len) {
-  check_shape(ring_degree, slots, len);
-  const std::size_t half = len / 2;
-  const long up = static_cast<long>(half);
-  const long down = static_cast<long>((slots - half) % slots);
-  Diagonals d = zero_diagonals(slots, {0, up, down});
-  for (std::size_t x = 0; x < slots; ++x) {
-    const std::size_t j = x % len;
-    if (j < half) {  // a = (u + w) / 2
-      d[0][x] = 0.5;
-      d[up][x] = 0.5;
-    } else {  // b = (u - w) / (2 t_j')
-      const std::complex<double> inverse = std::conj(twiddle(ring_degree, j - half, len)) * 0.5;
-      d[down][x] = inverse;
-      d[0][x] = -inverse;
-    }
-  }
-  return d;
+  // Upper: a = (u + w) / 2; lower: b = (u - w) / (2 t_j).
+  return butterflies(ring_degree, slots, len, [](std::complex<double> t) {
+    const std::complex<double> inverse = std::conj(t) * 0.5;
+    return Butterfly{0.5, 0.5, -inverse, inverse};
+  });
 }
 
 Diagonals compose(const Diagonals& after, const Diagonals& before, std::size_t slots) {
