@@ -44,17 +44,22 @@ int main(int argc, char** argv) {
   int runs = 5;
   int warmup = 1;
   bool graph = true;
+  circuits::BootstrapConfig config;
   app.add_option("--backend", backend_name, "backend name or plugin path; auto: cuda if it loads, else cpu");
   app.add_option("--log-n", log_n, "log2 of the ring degree")->check(CLI::Range(10, 17));
   app.add_option("--user-levels", user_levels, "levels left after bootstrapping")->check(CLI::Range(1, 30));
   app.add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "warm-up runs")->check(CLI::Range(0, 100));
   app.add_flag("!--no-graph", graph, "skip the GraphProgram capture and replay");
+  app.add_option("--coeff-to-slot-levels", config.coeff_to_slot_levels, "CoeffToSlot levels")->check(CLI::Range(1, 16));
+  app.add_option("--slot-to-coeff-levels", config.slot_to_coeff_levels, "SlotToCoeff levels")->check(CLI::Range(1, 16));
+  app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
+  app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
+  app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients");
   CLI11_PARSE(app, argc, argv);
   try {
     apps::ChosenBackend chosen = apps::choose_backend(backend_name);
     if (!chosen.note.empty()) std::cerr << chosen.note << "\n";
-    const circuits::BootstrapConfig config;
     const CkksParameters params = circuits::insecure_bootstrap_parameters(log_n, user_levels, config);
     const auto context = Context::create(params);
     Csprng rng;

@@ -768,6 +768,25 @@ TEST(PipelineExamples, LogisticRegression) {
   EXPECT_LT(output(r, "logits").error.max, 5e-6);
 }
 
+// Deeper than the modulus: four sign-iteration steps with a bootstrap between
+// each (N = 2^12, insecure parameters); each bootstrap lands at level 2.
+TEST(PipelineExamples, SignWithThreeBootstraps) {
+  const PipelineReport r = run_example("sign");
+  EXPECT_TRUE(r.ok);
+  int bootstraps = 0;
+  for (const StepReport& step : r.steps) {
+    if (step.state.op != "bootstrap") continue;
+    ++bootstraps;
+    EXPECT_EQ(step.state.level, 2) << step.state.name;
+  }
+  EXPECT_EQ(bootstraps, 3);
+  const OutputReport& s = output(r, "s4");
+  EXPECT_EQ(s.count, 2048u);
+  EXPECT_LT(s.error.max, 1e-6);
+  // x in [0.2, 1] moves towards 1 at every step: (3x - x^3) / 2 > x.
+  for (double v : s.expected) EXPECT_GT(v, 0.6);
+}
+
 // ---- the command-line tool ----
 
 // The `fhelium` binary of this build tree (tests/runtime/ -> apps/).

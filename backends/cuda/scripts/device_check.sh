@@ -154,7 +154,7 @@ for step in $steps; do
     pipelines)
       # The example pipelines on cuda in every execution mode, a report each.
       export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
-      for example in matvec sigmoid logreg; do
+      for example in matvec sigmoid logreg sign; do
         for mode in eager program graph; do
           timeout 120 "$bundle/apps/fhelium" run "examples/pipelines/$example.yaml" -q --backend cuda \
             --set execution.mode=$mode -o "$out/pipeline-$example-$mode.json" > "$out/pipeline-$example-$mode.log" 2>&1

@@ -11,6 +11,7 @@
 #include <exception>
 #include <optional>
 
+#include "fhelium/circuits/bootstrap.hpp"
 #include "fhelium/circuits/linear_transform.hpp"
 #include "fhelium/circuits/polynomial.hpp"
 #include "fhelium/circuits/slots.hpp"
@@ -437,6 +438,7 @@ class Compiler {
       }
       return one(std::move(r));
     }
+    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x()));
     if (op == "align") {
       const ValueRef p = x();
       const auto it = out_.named.find(s.to);

@@ -785,6 +785,7 @@ const std::map<std::string, OpInfo>& op_table() {
       {"inner_product", {2, 2, {"width"}}},
       {"sum_slots", {1, 1, {"width"}}},
       {"align", {1, 1, {"to"}}},
+      {"bootstrap", {1, 1, {}}},
   };
   return table;
 }
