@@ -27,6 +27,21 @@ using namespace fhelium;
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
+// Key switches a node issues.
+std::size_t key_switches(const runtime::Node& node) {
+  switch (node.op) {
+    case runtime::OpKind::rotate:
+    case runtime::OpKind::conjugate:
+    case runtime::OpKind::relinearize:
+    case runtime::OpKind::multiply_relinearize_rescale:
+      return 1;
+    case runtime::OpKind::rotate_hoisted:
+      return node.steps.size();
+    default:
+      return 0;
+  }
+}
+
 template <class Body>
 double milliseconds(Body&& body) {
   const auto start = Clock::now();
@@ -56,6 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
   app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
   app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients");
+  app.add_flag("--arcsine", config.arcsine_correction, "end EvalMod with the arcsine correction (two more levels)");
+  std::string message = "random";
+  app.add_option("--message", message, "random: parts uniform in [-1, 1]; constant: every slot 1")
+      ->check(CLI::IsMember({"random", "constant"}));
   CLI11_PARSE(app, argc, argv);
   try {
     apps::ChosenBackend chosen = apps::choose_backend(backend_name);
@@ -93,7 +112,7 @@ int main(int argc, char** argv) {
     std::mt19937_64 message_rng(1);
     std::uniform_real_distribution<double> d(-1.0, 1.0);
     std::vector<std::complex<double>> m(context->ring_degree() / 2);
-    for (auto& v : m) v = {d(message_rng), d(message_rng)};
+    for (auto& v : m) v = message == "constant" ? std::complex<double>(1.0, 0.0) : std::complex<double>(d(message_rng), d(message_rng));
     const Ciphertext x = engine.upload_ciphertext(encryptor.encrypt(encoder.encode(m, 0, params.scale), pk));
 
     for (int i = 0; i < warmup; ++i) (void)bootstrapper->bootstrap(x);
@@ -109,6 +128,44 @@ int main(int argc, char** argv) {
     const auto decoded = encoder.decode(Decryptor(context).decrypt(engine.download(y), sk));
     double error = 0;
     for (std::size_t i = 0; i < m.size(); ++i) error = std::max(error, std::abs(decoded[i] - m[i]));
+
+    // Per stage: one more run with the backend synchronized after every
+    // node (so the sum exceeds the eager time by the synchronizations).
+    const circuits::BootstrapStages& st = bootstrapper->stages();
+    const std::vector<std::pair<std::string, std::size_t>> bounds{{"mod_raise", st.mod_raise},
+                                                                  {"coeff_to_slot", st.coeff_to_slot},
+                                                                  {"eval_mod", st.eval_mod},
+                                                                  {"slot_to_coeff", st.slot_to_coeff}};
+    const auto stage_of = [&](std::size_t node) {
+      std::size_t s = 0;
+      while (s + 1 < bounds.size() && node >= bounds[s + 1].second) ++s;
+      return s;
+    };
+    const auto& nodes = bootstrapper->program().program().nodes();
+    std::vector<double> stage_ms(bounds.size(), 0.0);
+    std::vector<std::size_t> stage_switches(bounds.size(), 0), stage_nodes(bounds.size(), 0);
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      stage_switches[stage_of(k)] += key_switches(nodes[k]);
+      ++stage_nodes[stage_of(k)];
+    }
+    const Ciphertext at_zero = x.state.level > 0 ? engine.drop_to_level(x, 0) : x;
+    engine.backend().synchronize();
+    auto last = Clock::now();
+    (void)bootstrapper->executable().run(runtime::ValueTree(runtime::ValueTree::Map{{"x", at_zero}}),
+                                         [&](std::size_t node) {
+                                           engine.backend().synchronize();
+                                           const auto now = Clock::now();
+                                           stage_ms[stage_of(node)] +=
+                                               std::chrono::duration<double, std::milli>(now - last).count();
+                                           last = now;
+                                         });
+    json::array stages;
+    for (std::size_t s = 0; s < bounds.size(); ++s) {
+      stages.push_back(json::object{{"stage", bounds[s].first},
+                                    {"nodes", stage_nodes[s]},
+                                    {"key_switches", stage_switches[s]},
+                                    {"synchronized_ms", stage_ms[s]}});
+    }
 
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -130,7 +187,10 @@ int main(int argc, char** argv) {
           {"depth", config.depth()},
           {"coeff_to_slot_levels", config.coeff_to_slot_levels},
           {"eval_mod_levels", config.eval_mod_depth()},
-          {"slot_to_coeff_levels", config.slot_to_coeff_levels}}},
+          {"slot_to_coeff_levels", config.slot_to_coeff_levels},
+          {"message_ratio", config.message_ratio},
+          {"arcsine_correction", config.arcsine_correction}}},
+        {"message", message},
         {"keys",
          {{"rotation_keys", needs.rotation_steps.size()},
           {"conjugation", needs.conjugation},
@@ -140,6 +200,7 @@ int main(int argc, char** argv) {
           {"upload_ms", upload_ms}}},
         {"program", {{"nodes", bootstrapper->program().program().nodes().size()}, {"link_ms", link_ms}}},
         {"eager", apps::timing_summary(eager)},
+        {"stages", stages},
         {"max_error", error},
         {"precision_bits", -std::log2(error)},
         {"timing", "wall clock around each bootstrap, synchronized"}};

@@ -144,11 +144,11 @@ for step in $steps; do
         --gtest_filter='Bootstrap.Restores*' > "$out/bootstrap_memcheck.log" 2>&1
       echo "bootstrap memcheck rc=$?"
       tail -3 "$out/bootstrap_memcheck.log"
-      for log_n in 16; do
-        timeout 400 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --log-n $log_n --runs 10 --warmup 2 \
-          > "$out/bootstrap-$log_n.json" 2> "$out/bootstrap-$log_n.log"
-        echo "bootstrap bench 2^$log_n rc=$?"
-        cat "$out/bootstrap-$log_n.json"
+      for message in random constant; do
+        timeout 400 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --log-n 16 --runs 10 --warmup 2 \
+          --message $message > "$out/bootstrap-16-$message.json" 2> "$out/bootstrap-16-$message.log"
+        echo "bootstrap bench 2^16 $message rc=$?"
+        cat "$out/bootstrap-16-$message.json"
       done
       ;;
     pipelines)

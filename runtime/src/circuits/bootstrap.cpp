@@ -24,7 +24,8 @@ Polynomial cosine(const BootstrapConfig& config, double interval) {
       -1.0, 1.0);
 }
 
-// sin(2 pi K' y) at exactly `scale`: the interpolant, then r double-angle steps.
+// sin(2 pi K' y) at exactly `scale`: the interpolant, then r double-angle
+// steps (then the arcsine correction, which keeps the scale).
 ValueRef eval_mod(ProgramBuilder& b, ValueRef y, const Polynomial& cos, const BootstrapConfig& config, double scale) {
   const int top = b.state(y).level - polynomial_depth(cos);
   // Backwards from the output: a step at level l turns scale s into s^2 / q_l.
@@ -37,7 +38,12 @@ ValueRef eval_mod(ProgramBuilder& b, ValueRef y, const Polynomial& cos, const Bo
     z = b.multiply_relinearize_rescale(z, z);
     z = b.sub_scalar(b.add(z, z), 1.0);
   }
-  return z;
+  if (!config.arcsine_correction) return z;
+  Polynomial arcsine;
+  arcsine.coefficients = {0.0, 1.0, 0.0, 1.0 / 6.0};
+  PolynomialOptions exact;
+  exact.output_scale = scale;
+  return evaluate_polynomial(b, z, arcsine, exact);
 }
 
 // A constant holding `value` in every slot at scale 1: for +-i, the monomial
@@ -71,7 +77,7 @@ ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Diagonals>& 
 }  // namespace
 
 int BootstrapConfig::eval_mod_depth() const {
-  return detail::ceil_log2(static_cast<std::size_t>(cosine_degree) + 1) + double_angle;
+  return detail::ceil_log2(static_cast<std::size_t>(cosine_degree) + 1) + double_angle + (arcsine_correction ? 2 : 0);
 }
 
 int BootstrapConfig::depth() const { return coeff_to_slot_levels + eval_mod_depth() + slot_to_coeff_levels; }
@@ -101,7 +107,7 @@ int overflow_bound(const Context& context, const BootstrapConfig& config) {
   return (h + 1) / 2;
 }
 
-ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config) {
+ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config, BootstrapStages* stages) {
   const Context& context = *b.context();
   const std::size_t slots = context.ring_degree() / 2;
   const int log_slots = detail::ceil_log2(slots);
@@ -128,7 +134,9 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config)
   const double interval = overflow_bound(context, config) + 1.0;  // K': |t| <= K + 1/ratio
   const double output_scale = config.output_scale.value_or(context.params().scale);
 
+  BootstrapStages at;
   // 1-2. Up-scaling and ModRaise.
+  at.mod_raise = b.node_count();
   ValueRef v = detail::at_level(b, x, 0);
   const double delta = b.state(v).scale;
   const double q0 = detail::prime(b, 0);
@@ -137,6 +145,7 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config)
   v = b.mod_raise(v);
 
   // 3. CoeffToSlot, ending at the scale EvalMod works at; real and imaginary parts.
+  at.coeff_to_slot = b.node_count();
   const int eval_level = context.max_level() - config.coeff_to_slot_levels;
   const double eval_scale = detail::prime(b, eval_level);
   v = apply_all(b, v, coeff_to_slot_matrices(context.ring_degree(), slots, config.coeff_to_slot_levels),
@@ -146,20 +155,25 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config)
   const ValueRef imaginary = b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0}));
 
   // 4. EvalMod on both parts.
+  at.eval_mod = b.node_count();
   const Polynomial cos = cosine(config, interval);
   const ValueRef real_mod = eval_mod(b, real, cos, config, eval_scale);
   const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
 
   // 5. SlotToCoeff.
+  at.slot_to_coeff = b.node_count();
   v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
-  return apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
-                   q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale);
+  v = apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
+                q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale);
+  at.end = b.node_count();
+  if (stages) *stages = at;
+  return v;
 }
 
 namespace {
 
 ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const BootstrapConfig& config,
-                                 std::optional<double> input_scale) {
+                                 std::optional<double> input_scale, BootstrapStages* stages = nullptr) {
   ProgramBuilder b(context, "bootstrap");
   ValueState x;
   x.context_id = context->id();
@@ -167,7 +181,7 @@ ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const B
   x.level = 0;
   x.scale = input_scale.value_or(context->params().scale);
   const ValueRef in = b.input("x", x);
-  b.output("y", bootstrap(b, in, config));
+  b.output("y", bootstrap(b, in, config, stages));
   return b;
 }
 
@@ -181,7 +195,7 @@ runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Conte
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const BootstrapConfig& config, std::optional<double> input_scale)
     : engine_(&engine) {
-  const ProgramBuilder b = bootstrap_builder(engine.context_ptr(), config, input_scale);
+  const ProgramBuilder b = bootstrap_builder(engine.context_ptr(), config, input_scale, &stages_);
   runtime::Materials materials;
   materials.relinearization_key = &relinearization_key;
   materials.galois_keys = &galois_keys;

@@ -15,13 +15,14 @@
 //   4. EvalMod on both parts: t = c / q_0 = K' y, sin(2 pi t) =
 //      cos(2 pi (t - 1/4)) from a Chebyshev interpolant of
 //      cos(2 pi (K' y - 1/4) / 2^r) on [-1, 1] and r double-angle steps
-//      cos(2x) = 2 cos(x)^2 - 1; sin(2 pi t) = sin(2 pi M m / q_0);
+//      cos(2x) = 2 cos(x)^2 - 1; sin(2 pi t) = sin(2 pi M m / q_0), and
+//      with the arcsine correction u + u^3 / 6 of u = sin(2 pi t);
 //   5. SlotToCoeff: the parts recombined (times i, no level) and the special
 //      FFT in `slot_to_coeff_levels` linear transforms, scaled by
 //      q_0 / (2 pi Delta M) so that the slots hold the message again.
 //
 // Levels: coeff_to_slot_levels + ceil(log2(cosine_degree + 1)) + double_angle
-// + slot_to_coeff_levels, from the top level; the output has exactly the
+// (+ 2 with the arcsine correction) + slot_to_coeff_levels, from the top level; the output has exactly the
 // output scale. Precision is set by the sine's curvature ((2 pi M m / q_0)^2
 // / 6, relative: the message ratio), the interpolant and the scale EvalMod
 // works at (the prime at the level CoeffToSlot ends at).
@@ -47,7 +48,11 @@ struct BootstrapConfig {
   // context's sparse secret of Hamming weight h.
   int overflow_bound = 0;
   // q_0 over the message's coefficients after the integer up-scaling.
-  double message_ratio = 1024.0;
+  double message_ratio = 256.0;
+  // EvalMod ends with u + u^3 / 6 (arcsin(u) to third order, u = sin(2 pi x)),
+  // which removes the sine's curvature to (2 pi x)^4 * 3 / 40, relative: two
+  // more levels for a smaller message ratio and a larger signal.
+  bool arcsine_correction = true;
   std::optional<double> output_scale;  // default: the context's scale
 
   // Levels consumed: coeff_to_slot_levels + EvalMod + slot_to_coeff_levels.
@@ -69,11 +74,21 @@ CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_level
 // dense secret without an explicit bound: K would grow with N).
 int overflow_bound(const Context& context, const BootstrapConfig& config);
 
+// Where each stage's nodes lie in the builder's program: [begin, next begin).
+struct BootstrapStages {
+  std::size_t mod_raise = 0;      // up-scaling and ModRaise
+  std::size_t coeff_to_slot = 0;  // and the real/imaginary split
+  std::size_t eval_mod = 0;
+  std::size_t slot_to_coeff = 0;  // and the recombination
+  std::size_t end = 0;
+};
+
 // Appends the bootstrap of x (a ciphertext at any level; dropped to level 0)
 // to a bound builder. The result is at level max_level - config.depth() with
 // exactly the output scale. InvalidArgumentError, before any node is added,
 // when the context has too few levels or is not full-slot.
-ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config = {});
+ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config = {},
+                   BootstrapStages* stages = nullptr);
 
 // The bootstrap as a ready callable on one Engine: the program is built and
 // linked once (its keys checked, its constants encoded) for inputs of
@@ -99,10 +114,13 @@ class Bootstrapper {
   const runtime::Executable& executable() const { return executable_; }
   int output_level() const;
   double output_scale() const;
+  // The stages' node ranges in program().program().nodes().
+  const BootstrapStages& stages() const { return stages_; }
 
  private:
   const Engine* engine_;
   runtime::Executable executable_;
+  BootstrapStages stages_;
 };
 
 }  // namespace fhelium::circuits
