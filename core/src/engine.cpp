@@ -200,6 +200,14 @@ RelinKey Engine::upload_relinearization_key(const HostSwitchKey& key) const {
   return rk;
 }
 
+SwitchKey Engine::upload_switching_key(const HostSwitchKey& key) const {
+  if (key.galois_element != 0) {
+    throw InvalidArgumentError("upload_switching_key: got a Galois key (element " + std::to_string(key.galois_element) +
+                               "), expected a key from KeyGenerator::switching_key");
+  }
+  return upload_key(*backend_, *context_, key);
+}
+
 GaloisKeys Engine::upload_galois_keys(std::span<const HostSwitchKey> keys) const {
   GaloisKeys out;
   out.context_id = context_->id();
@@ -521,6 +529,19 @@ std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<co
 }
 
 // ---- domains ----
+
+Ciphertext Engine::key_switch(const Ciphertext& a, const SwitchKey& key) const {
+  check_rotatable("key_switch", a);
+  if (!key.buffer) throw MissingKeyError("key_switch: no switching key was provided");
+  if (key.context_id != context_->id()) {
+    throw StateError("key_switch: the switching key belongs to context " + std::to_string(key.context_id) +
+                     ", expected context " + std::to_string(context_->id()));
+  }
+  Ciphertext out = make_ciphertext(a.state);
+  // X -> X^1 is the identity: the rotation's key switch alone.
+  backend_->rotate(*prepared_, arg(out), arg(a), 1, arg(key));
+  return out;
+}
 
 Ciphertext Engine::to_ntt(const Ciphertext& a) const {
   check_own(a, "to_ntt");

@@ -161,6 +161,12 @@ HostSwitchKey KeyGenerator::relinearization_key(const SecretKey& sk) {
   return key;
 }
 
+HostSwitchKey KeyGenerator::switching_key(const SecretKey& from, const SecretKey& to) {
+  check_context(from);
+  check_context(to);
+  return switch_key(to, from.ntt_qp());
+}
+
 HostSwitchKey KeyGenerator::galois_key(const SecretKey& sk, std::uint32_t galois_element) {
   check_context(sk);
   const Context& ctx = *context_;

@@ -23,7 +23,14 @@ using test::Fixture;
 using test::max_error;
 using test::Message;
 
-CkksParameters bootstrap_params(int log_n) { return insecure_bootstrap_parameters(log_n, 2); }
+// The bootstrap layout with a sparse main secret (K = 16): the in-program
+// circuit without the encapsulation. Insecure, tests only.
+CkksParameters bootstrap_params(int log_n) {
+  CkksParameters p = bootstrap_parameters(log_n, 2);
+  p.hamming_weight = 32;
+  p.allow_insecure = true;
+  return p;
+}
 
 std::vector<HostSwitchKey> galois_keys_for(Fixture& f, const KeyRequirements& keys) {
   std::vector<HostSwitchKey> out;
@@ -68,6 +75,37 @@ TEST(ModRaise, EveryLimbIsTheCenteredLiftOfLevelZero) {
     }
   }
   EXPECT_THROW(f.engine.mod_raise(f.encrypt(f.random_message(1.0), 1)), StateError);
+}
+
+// With a dense secret the N = 2^16 layout with 10 levels left is within the
+// 2025 table; at 2^15 it is not, and Context::create says so.
+TEST(BootstrapParameters, TheN16LayoutIsWithinTheSecurityTable) {
+  const CkksParameters p = bootstrap_parameters(16, 10);
+  EXPECT_EQ(p.hamming_weight, 0);
+  EXPECT_FALSE(p.allow_insecure);
+  EXPECT_EQ(p.max_level() - BootstrapConfig{}.depth(), 10);
+  const auto context = Context::create(p);
+  EXPECT_NEAR(context->log_qp(), 1720.0, 1.0);
+  EXPECT_THROW(Context::create(bootstrap_parameters(15, 1)), SecurityError);
+}
+
+TEST(KeySwitch, MovesTheMessageToAnotherSecret) {
+  Fixture f(test::small_params(11, 3, 2), 5);
+  const SecretKey other = f.keygen.secret_key();
+  const SwitchKey key = f.engine.upload_switching_key(f.keygen.switching_key(f.sk, other));
+  const Message m = f.random_message(1.0);
+  for (int level : {3, 0}) {
+    const Ciphertext x = f.encrypt(m, level);
+    const Ciphertext y = f.engine.key_switch(x, key);
+    EXPECT_EQ(y.state, x.state);
+    const Message got = f.encoder.decode(f.decryptor.decrypt(f.engine.download(y), other), f.slots());
+    EXPECT_LT(max_error(m, got), 1e-6) << "level " << level;
+    // Under the old secret it is noise.
+    EXPECT_GT(max_error(m, f.decrypt(y)), 1.0) << "level " << level;
+  }
+  EXPECT_THROW(f.engine.upload_switching_key(f.keygen.galois_key(f.sk, f.context->galois_element(1))),
+               InvalidArgumentError);
+  EXPECT_THROW(f.engine.key_switch(f.encrypt(m), SwitchKey{}), MissingKeyError);
 }
 
 TEST(SpecialFft, StagesReproduceTheEncoder) {
@@ -170,6 +208,51 @@ TEST_F(Bootstrap, RestoresTheMessageAtAHighLevelBitExactOnEveryBackend) {
     const Engine engine(f.context, other.backend);
     EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
   }
+}
+
+// A dense main secret through the sparse-secret encapsulation: the key to
+// the ephemeral secret lives at q_0 p_0 only.
+TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBackend) {
+  CkksParameters p = bootstrap_parameters(12, 2);
+  p.allow_insecure = true;  // N = 2^12: tests only
+  Fixture f(p, 12);
+  const auto keys = SparseEncapsulationKeys::generate(f.context, f.sk, f.rng);
+  EXPECT_EQ(keys.low_context->max_level(), 0);
+  EXPECT_EQ(keys.low_context->special_count(), 1);
+  EXPECT_EQ(keys.low_context->q()[0].value, f.context->q()[0].value);
+  EXPECT_NEAR(keys.low_context->log_qp(), 120.0, 0.5);
+  EXPECT_EQ(keys.dense_to_sparse.context_id, keys.low_context->id());
+  EXPECT_EQ(keys.sparse_to_dense.context_id, f.context->id());
+
+  const KeyRequirements needs = Bootstrapper::required_keys(f.context);
+  const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+  const std::vector<HostSwitchKey> galois = galois_keys_for(f, needs);
+  const Message m = f.random_message(1.0);
+  const HostValue x = f.encryptor.encrypt(f.encoder.encode(m, 1, f.scale()), f.pk);
+  auto run_on = [&](const Engine& engine) {
+    const RelinKey relin_key = engine.upload_relinearization_key(relin);
+    const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, keys);
+    EXPECT_EQ(bootstrapper.output_level(), 2);
+    // The plain constructor refuses a dense secret.
+    EXPECT_THROW(Bootstrapper(engine, relin_key, galois_keys), InvalidArgumentError);
+    // An input of another scale is named before anything runs.
+    EXPECT_THROW(bootstrapper.bootstrap(engine.upload_ciphertext(
+                     f.encryptor.encrypt(f.encoder.encode(m, 0, 2.0 * f.scale()), f.pk))),
+                 StateError);
+    return engine.download(bootstrapper.bootstrap(engine.upload_ciphertext(x)));
+  };
+  const HostValue y = run_on(f.engine);
+  const double error = max_error(m, f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots()));
+  EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+  const test::TestBackend other = test::runtime_test_backend();
+  if (other.backend) {
+    const Engine engine(f.context, other.backend);
+    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
+  }
+  // Keys of another context are refused.
+  Fixture g(p, 13);
+  EXPECT_THROW(SparseEncapsulationKeys::generate(f.context, g.sk, f.rng), StateError);
 }
 
 TEST_F(Bootstrap, TheClearEvaluatorAgreesWithTheMessage) {

@@ -25,12 +25,15 @@ class Engine {
   const Context& context() const { return *context_; }
   const std::shared_ptr<const Context>& context_ptr() const { return context_; }
   Backend& backend() const { return *backend_; }
+  const std::shared_ptr<Backend>& backend_ptr() const { return backend_; }
 
   // Transfers.
   Ciphertext upload_ciphertext(const HostValue& value) const;
   Plaintext upload_plaintext(const HostValue& value) const;
   HostValue download(const Value& value) const;
   RelinKey upload_relinearization_key(const HostSwitchKey& key) const;
+  // A key from KeyGenerator::switching_key.
+  SwitchKey upload_switching_key(const HostSwitchKey& key) const;
   // Galois keys for every element in `keys` (gathered by the caller).
   GaloisKeys upload_galois_keys(std::span<const HostSwitchKey> keys) const;
 
@@ -78,6 +81,10 @@ class Engine {
   // otherwise a decomposition into power-of-two steps (throws MissingKeyError
   // naming the keys when neither is available).
   std::vector<std::uint32_t> rotation_plan(long step, const GaloisKeys& keys) const;
+
+  // The same message under the key's target secret (a two-component NTT
+  // ciphertext; one key switch, no level).
+  Ciphertext key_switch(const Ciphertext& a, const SwitchKey& key) const;
 
   // Domains.
   Ciphertext to_ntt(const Ciphertext& a) const;

@@ -81,6 +81,9 @@ class KeyGenerator {
   PublicKey public_key(const SecretKey& sk);
   HostSwitchKey relinearization_key(const SecretKey& sk);
   HostSwitchKey galois_key(const SecretKey& sk, std::uint32_t galois_element);
+  // A key that turns a ciphertext under `from` into one under `to` (both of
+  // this context): Engine::key_switch. Its security is that of `to`.
+  HostSwitchKey switching_key(const SecretKey& from, const SecretKey& to);
 
  private:
   // Switching key for the source secret s' given in NTT form on every key limb.

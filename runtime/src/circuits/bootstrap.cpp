@@ -10,6 +10,7 @@
 #include "fhelium/circuits/polynomial.hpp"
 #include "fhelium/circuits/special_fft.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/random.hpp"
 
 namespace fhelium::circuits {
 namespace {
@@ -82,7 +83,7 @@ int BootstrapConfig::eval_mod_depth() const {
 
 int BootstrapConfig::depth() const { return coeff_to_slot_levels + eval_mod_depth() + slot_to_coeff_levels; }
 
-CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config) {
+CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config) {
   CkksParameters p;
   p.log_ring_degree = log_ring_degree;
   p.q_bits.push_back(60);
@@ -90,8 +91,6 @@ CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_level
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(config.eval_mod_depth() + config.coeff_to_slot_levels), 60);
   p.p_bits.assign((p.q_bits.size() + 4) / 5, 60);
   p.scale = std::ldexp(1.0, 40);
-  p.hamming_weight = 32;
-  p.allow_insecure = true;
   return p;
 }
 
@@ -101,16 +100,16 @@ int overflow_bound(const Context& context, const BootstrapConfig& config) {
   if (h <= 0) {
     throw InvalidArgumentError(
         "bootstrap: the context's secret is dense (hamming_weight 0), so ModRaise's overflow grows with N; "
-        "expected a sparse secret (CkksParameters::hamming_weight > 0) or an explicit "
-        "BootstrapConfig::overflow_bound");
+        "expected a sparse secret (CkksParameters::hamming_weight > 0), the sparse-secret encapsulation "
+        "(Bootstrapper with SparseEncapsulationKeys) or an explicit BootstrapConfig::overflow_bound");
   }
   return (h + 1) / 2;
 }
 
-ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config, BootstrapStages* stages) {
-  const Context& context = *b.context();
-  const std::size_t slots = context.ring_degree() / 2;
-  const int log_slots = detail::ceil_log2(slots);
+namespace {
+
+void check_config(const Context& context, const BootstrapConfig& config) {
+  const int log_slots = detail::ceil_log2(context.ring_degree() / 2);
   for (const auto& [name, levels] : {std::pair{"coeff_to_slot_levels", config.coeff_to_slot_levels},
                                      std::pair{"slot_to_coeff_levels", config.slot_to_coeff_levels}}) {
     if (levels < 1 || levels > log_slots) {
@@ -131,18 +130,23 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config,
                                std::to_string(config.slot_to_coeff_levels) + "), the context has " +
                                std::to_string(context.max_level()) + " above level 0");
   }
-  const double interval = overflow_bound(context, config) + 1.0;  // K': |t| <= K + 1/ratio
-  const double output_scale = config.output_scale.value_or(context.params().scale);
+}
 
-  BootstrapStages at;
-  // 1-2. Up-scaling and ModRaise.
-  at.mod_raise = b.node_count();
-  ValueRef v = detail::at_level(b, x, 0);
-  const double delta = b.state(v).scale;
+// M: the integer that brings the coefficients to about q_0 / message_ratio.
+std::int64_t up_scaling(const Context& context, double delta, const BootstrapConfig& config) {
+  const double q0 = static_cast<double>(context.q()[0].value);
+  return static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * config.message_ratio))));
+}
+
+// Stages 3-5 on `v`, a raised ciphertext (top level, read at scale delta)
+// of M m + q_0 I with |I| <= bound.
+ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& config, double delta, std::int64_t up,
+                     int bound, BootstrapStages& at) {
+  const Context& context = *b.context();
+  const std::size_t slots = context.ring_degree() / 2;
+  const double interval = bound + 1.0;  // K': |t| <= K + 1 / ratio
   const double q0 = detail::prime(b, 0);
-  const auto up = static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * config.message_ratio))));
-  if (up > 1) v = b.multiply_integer(v, up);
-  v = b.mod_raise(v);
+  const double output_scale = config.output_scale.value_or(context.params().scale);
 
   // 3. CoeffToSlot, ending at the scale EvalMod works at; real and imaginary parts.
   at.coeff_to_slot = b.node_count();
@@ -166,47 +170,158 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config,
   v = apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
                 q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale);
   at.end = b.node_count();
-  if (stages) *stages = at;
   return v;
 }
 
-namespace {
-
-ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const BootstrapConfig& config,
-                                 std::optional<double> input_scale, BootstrapStages* stages = nullptr) {
-  ProgramBuilder b(context, "bootstrap");
+ValueState input_state(const Context& context, int level, double scale) {
   ValueState x;
-  x.context_id = context->id();
-  x.word_size = context->word_size();
-  x.level = 0;
-  x.scale = input_scale.value_or(context->params().scale);
-  const ValueRef in = b.input("x", x);
-  b.output("y", bootstrap(b, in, config, stages));
+  x.context_id = context.id();
+  x.word_size = context.word_size();
+  x.level = level;
+  x.scale = scale;
+  return x;
+}
+
+// The Bootstrapper's program: from level 0, or (encapsulated) from the
+// raised ciphertext that the key switches around ModRaise leave.
+ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const BootstrapConfig& config,
+                                 std::optional<double> input_scale, bool encapsulated,
+                                 BootstrapStages* stages = nullptr) {
+  ProgramBuilder b(context, "bootstrap");
+  const double delta = input_scale.value_or(context->params().scale);
+  if (!encapsulated) {
+    b.output("y", bootstrap(b, b.input("x", input_state(*context, 0, delta)), config, stages));
+    return b;
+  }
+  check_config(*context, config);
+  BootstrapStages at;
+  const int bound = config.overflow_bound > 0 ? config.overflow_bound : (config.ephemeral_hamming_weight + 1) / 2;
+  const ValueRef raised = b.input("x", input_state(*context, context->max_level(), delta));
+  b.output("y", from_raised(b, raised, config, delta, up_scaling(*context, delta, config), bound, at));
+  if (stages) *stages = at;
   return b;
+}
+
+// The same residues as a value of `to` (a level-0 ciphertext of a context
+// with the same q_0, on the same backend).
+Ciphertext rebound(const Ciphertext& c, const Context& to) {
+  Ciphertext out = c;
+  out.state.context_id = to.id();
+  return out;
 }
 
 }  // namespace
 
+ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config, BootstrapStages* stages) {
+  const Context& context = *b.context();
+  check_config(context, config);
+  const int bound = overflow_bound(context, config);
+  BootstrapStages at;
+  // 1-2. Up-scaling and ModRaise.
+  at.mod_raise = b.node_count();
+  ValueRef v = detail::at_level(b, x, 0);
+  const double delta = b.state(v).scale;
+  const std::int64_t up = up_scaling(context, delta, config);
+  if (up > 1) v = b.multiply_integer(v, up);
+  v = from_raised(b, b.mod_raise(v), config, delta, up, bound, at);
+  if (stages) *stages = at;
+  return v;
+}
+
+SparseEncapsulationKeys SparseEncapsulationKeys::generate(std::shared_ptr<const Context> context,
+                                                          const SecretKey& secret, Csprng& rng, int hamming_weight) {
+  const Context& ctx = *context;
+  if (ctx.params().hamming_weight != 0) {
+    throw InvalidArgumentError("sparse-secret encapsulation: the context's secret is already sparse (hamming_weight " +
+                               std::to_string(ctx.params().hamming_weight) + "), expected a dense one");
+  }
+  if (ctx.special_count() < 1) {
+    throw InvalidArgumentError("sparse-secret encapsulation: the context has no special prime, expected one or more");
+  }
+  SparseEncapsulationKeys keys;
+  keys.hamming_weight = hamming_weight;
+  // The low context: q_0 and the first special prime only, so the key that
+  // the sparse secret protects is an RLWE sample modulo q_0 p_0.
+  CkksParameters low = ctx.params();
+  low.q_bits = {low.q_bits.front()};
+  low.p_bits = {low.p_bits.front()};
+  keys.low_context = Context::create_with_primes(low, {ctx.q().front().value}, {ctx.p().front().value});
+
+  std::vector<std::int8_t> sparse = sample_sparse_ternary(rng, ctx.ring_degree(), hamming_weight);
+  {
+    const SecretKey dense_low = make_secret_key(*keys.low_context, secret.coefficients());
+    const SecretKey sparse_low = make_secret_key(*keys.low_context, sparse);
+    keys.dense_to_sparse = KeyGenerator(keys.low_context, rng).switching_key(dense_low, sparse_low);
+  }
+  const SecretKey sparse_main = make_secret_key(ctx, sparse);
+  std::fill(sparse.begin(), sparse.end(), std::int8_t{0});
+  keys.sparse_to_dense = KeyGenerator(std::move(context), rng).switching_key(sparse_main, secret);
+  return keys;
+}
+
 runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Context> context,
                                                      const BootstrapConfig& config, std::optional<double> input_scale) {
-  return bootstrap_builder(std::move(context), config, input_scale).required_keys();
+  const bool encapsulated = context->params().hamming_weight == 0 && config.overflow_bound == 0;
+  return bootstrap_builder(std::move(context), config, input_scale, encapsulated).required_keys();
 }
 
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const BootstrapConfig& config, std::optional<double> input_scale)
     : engine_(&engine) {
-  const ProgramBuilder b = bootstrap_builder(engine.context_ptr(), config, input_scale, &stages_);
+  link_program(relinearization_key, galois_keys, config, input_scale, false);
+}
+
+Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+                           const SparseEncapsulationKeys& encapsulation, const BootstrapConfig& config,
+                           std::optional<double> input_scale)
+    : engine_(&engine) {
+  if (encapsulation.low_context->q().front().value != engine.context().q().front().value ||
+      encapsulation.sparse_to_dense.context_id != engine.context().id()) {
+    throw StateError("Bootstrapper: the encapsulation keys were generated for another context (context " +
+                     std::to_string(encapsulation.sparse_to_dense.context_id) + "), expected context " +
+                     std::to_string(engine.context().id()));
+  }
+  BootstrapConfig with_weight = config;
+  with_weight.ephemeral_hamming_weight = encapsulation.hamming_weight;
+  low_engine_ = std::make_shared<Engine>(encapsulation.low_context, engine.backend_ptr());
+  dense_to_sparse_ = low_engine_->upload_switching_key(encapsulation.dense_to_sparse);
+  sparse_to_dense_ = engine.upload_switching_key(encapsulation.sparse_to_dense);
+  link_program(relinearization_key, galois_keys, with_weight, input_scale, true);
+}
+
+void Bootstrapper::link_program(const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+                                const BootstrapConfig& config, std::optional<double> input_scale, bool encapsulated) {
+  const ProgramBuilder b =
+      bootstrap_builder(engine_->context_ptr(), config, input_scale, encapsulated, &stages_);
+  up_ = up_scaling(engine_->context(), b.state(runtime::ValueRef{0}).scale, config);
   runtime::Materials materials;
   materials.relinearization_key = &relinearization_key;
   materials.galois_keys = &galois_keys;
   for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
-  executable_ = runtime::link(b.prepare(), engine, materials);
+  executable_ = runtime::link(b.prepare(), *engine_, materials);
 }
 
 Ciphertext Bootstrapper::bootstrap(const Ciphertext& x) const {
-  const Ciphertext at_zero = x.state.level > 0 ? engine_->drop_to_level(x, 0) : x;
-  const runtime::ValueTree out = executable_.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", at_zero}}));
+  const runtime::ValueTree out = executable_.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", program_input(x)}}));
   return out.at("y").ciphertext();
+}
+
+Ciphertext Bootstrapper::program_input(const Ciphertext& x) const {
+  Ciphertext v = x.state.level > 0 ? engine_->drop_to_level(x, 0) : x;
+  if (low_engine_) {
+    // Up-scaling, then dense -> sparse at q_0 p_0, ModRaise, and sparse -> dense over QP.
+    const ValueState& expected = program().state(0);
+    if (!same_scale(v.state.scale, expected.scale)) {
+      throw StateError("bootstrap: the input's scale is 2^" + std::to_string(std::log2(v.state.scale)) +
+                           ", expected 2^" + std::to_string(std::log2(expected.scale)),
+                       StateError::Mismatch{"bootstrap", "scale", std::to_string(expected.scale),
+                                            std::to_string(v.state.scale)});
+    }
+    if (up_ > 1) v = engine_->multiply_integer(v, up_);
+    v = rebound(low_engine_->key_switch(rebound(v, low_engine_->context()), dense_to_sparse_), engine_->context());
+    v = engine_->key_switch(engine_->mod_raise(v), sparse_to_dense_);
+  }
+  return v;
 }
 
 int Bootstrapper::output_level() const { return program().state(program().program().outputs().front().second).level; }

@@ -32,6 +32,7 @@
 #include <optional>
 
 #include "fhelium/engine.hpp"
+#include "fhelium/keys.hpp"
 #include "fhelium/runtime/program.hpp"
 
 namespace fhelium::circuits {
@@ -53,6 +54,9 @@ struct BootstrapConfig {
   // which removes the sine's curvature to (2 pi x)^4 * 3 / 40, relative: two
   // more levels for a smaller message ratio and a larger signal.
   bool arcsine_correction = true;
+  // The ephemeral secret's Hamming weight under the sparse-secret
+  // encapsulation (SparseEncapsulationKeys sets it): K = (h + 1) / 2.
+  int ephemeral_hamming_weight = 32;
   std::optional<double> output_scale;  // default: the context's scale
 
   // Levels consumed: coeff_to_slot_levels + EvalMod + slot_to_coeff_levels.
@@ -65,14 +69,35 @@ struct BootstrapConfig {
 // primes the bootstrap consumes from the top: SlotToCoeff's of 40 bits,
 // EvalMod's and CoeffToSlot's of 60 bits (EvalMod's precision is set by the
 // scale it works at), and special primes of 60 bits for about five
-// key-switching digits. The secret is sparse (Hamming weight 32, so K = 16),
-// which the 2025 table does not cover: allow_insecure is set, and these are
-// for tests and measurements until the sparse-secret encapsulation exists.
-CkksParameters insecure_bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
+// key-switching digits. The secret is dense (uniform ternary), so the 2025
+// table applies (N = 2^16 with 10 user levels: log2(QP) = 1720 <= 1747) and
+// the Bootstrapper needs SparseEncapsulationKeys. Context::create refuses
+// parameters outside the table: below N = 2^16 this layout is (2^15 allows
+// log2(QP) <= 868).
+CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
 
 // The bound K of the configuration on the context (InvalidArgumentError for a
 // dense secret without an explicit bound: K would grow with N).
 int overflow_bound(const Context& context, const BootstrapConfig& config);
+
+// The sparse-secret encapsulation for a context with a dense secret: an
+// ephemeral secret s' of Hamming weight h (32: K = 16) used only inside the
+// bootstrap. Before ModRaise the level-0 ciphertext is switched from the
+// dense secret to s', after it back. The key to s' is an RLWE sample whose
+// secret is s', so it must sit at a modulus small enough for h = 32: it is
+// generated in `low_context`, whose primes are q_0 and the first special
+// prime only (about 120 bits, as OpenFHE's SPARSE_ENCAPSULATED keeps it at
+// q_0 times one auxiliary prime); the key back is protected by the dense
+// secret over the whole QP, as every evaluation key is. The ephemeral
+// secret is not kept.
+struct SparseEncapsulationKeys {
+  std::shared_ptr<const Context> low_context;
+  int hamming_weight = 32;
+  HostSwitchKey dense_to_sparse;  // in low_context
+  HostSwitchKey sparse_to_dense;  // in the main context
+  static SparseEncapsulationKeys generate(std::shared_ptr<const Context> context, const SecretKey& secret,
+                                          Csprng& rng, int hamming_weight = 32);
+};
 
 // Where each stage's nodes lie in the builder's program: [begin, next begin).
 struct BootstrapStages {
@@ -101,26 +126,45 @@ class Bootstrapper {
                                                 std::optional<double> input_scale = std::nullopt);
 
   // MissingKeyError naming each missing key. The keys are borrowed and must
-  // outlive the Bootstrapper, as must the engine.
+  // outlive the Bootstrapper, as must the engine. For a context with a
+  // sparse secret (or an explicit overflow bound).
   Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                const BootstrapConfig& config = {}, std::optional<double> input_scale = std::nullopt);
+  // For a context with a dense secret, by the sparse-secret encapsulation
+  // (its two switching keys are uploaded and owned here).
+  Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+               const SparseEncapsulationKeys& encapsulation, const BootstrapConfig& config = {},
+               std::optional<double> input_scale = std::nullopt);
 
   // x at any level with the input scale (StateError otherwise).
   Ciphertext bootstrap(const Ciphertext& x) const;
   Ciphertext operator()(const Ciphertext& x) const { return bootstrap(x); }
+  // bootstrap(x) is executable() run on program_input(x): x at level 0, or
+  // (encapsulated) x up-scaled, switched to the ephemeral secret, raised and
+  // switched back.
+  Ciphertext program_input(const Ciphertext& x) const;
 
   const runtime::PreparedProgram& program() const { return executable_.prepared(); }
   // The linked program (inputs {"x": level 0}, output "y"): for GraphProgram capture.
   const runtime::Executable& executable() const { return executable_; }
   int output_level() const;
   double output_scale() const;
-  // The stages' node ranges in program().program().nodes().
+  // The stages' node ranges in program().program().nodes() (encapsulated:
+  // the program starts at CoeffToSlot; up-scaling, the key switches and
+  // ModRaise run before it).
   const BootstrapStages& stages() const { return stages_; }
 
  private:
+  void link_program(const RelinKey& relinearization_key, const GaloisKeys& galois_keys, const BootstrapConfig& config,
+                    std::optional<double> input_scale, bool encapsulated);
+
   const Engine* engine_;
   runtime::Executable executable_;
   BootstrapStages stages_;
+  std::int64_t up_ = 1;
+  std::shared_ptr<Engine> low_engine_;  // encapsulated only
+  SwitchKey dense_to_sparse_;
+  SwitchKey sparse_to_dense_;
 };
 
 }  // namespace fhelium::circuits
