@@ -99,6 +99,11 @@ int run_keygen(const KeygenOptions& options) {
                                  "' (fingerprints " + to_hex(context_fingerprint(*context), 8) + " and " +
                                  to_hex(context_fingerprint(*plan.context), 8) + ")");
     }
+    if (plan.sparse_encapsulation) {
+      throw InvalidArgumentError("'" + options.pipeline +
+                                 "' bootstraps under a dense secret, and the sparse-secret encapsulation keys "
+                                 "cannot be saved yet: run the pipeline in one process (fhelium run without --keys)");
+    }
     relinearization = plan.relinearization_key;
     elements = runtime::galois_elements(plan);
   } else {

@@ -93,6 +93,7 @@ std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<
       case OpKind::to_ntt:
       case OpKind::to_coefficient:
       case OpKind::mod_raise:  // the message is unchanged; q_0 I is the circuit's to remove
+      case OpKind::mod_raise_encapsulated:
         set(0, arg(0));
         break;
       case OpKind::rotate:

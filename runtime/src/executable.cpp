@@ -11,8 +11,21 @@ namespace fhelium::runtime {
 
 namespace detail {
 
+namespace {
+
+// The same residues as a value of `to`: a level-0 ciphertext moves between
+// contexts with the same q_0 on the same backend.
+Ciphertext rebound(const Ciphertext& c, const Context& to) {
+  Ciphertext out = c;
+  out.state.context_id = to.id();
+  return out;
+}
+
+}  // namespace
+
 std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, const std::vector<Operand>& args,
-                                     const RelinKey& relinearization_key, const GaloisKeys& galois_keys) {
+                                     const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+                                     const SparseEncapsulation* encapsulation) {
   const auto ct = [&](std::size_t i) -> const Ciphertext& { return *args[i].ciphertext; };
   switch (node.op) {
     case OpKind::add:
@@ -59,6 +72,12 @@ std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, con
       return {engine.multiply_relinearize_rescale(ct(0), ct(1), relinearization_key)};
     case OpKind::mod_raise:
       return {engine.mod_raise(ct(0))};
+    case OpKind::mod_raise_encapsulated: {
+      if (encapsulation == nullptr) return {engine.mod_raise(ct(0))};
+      const Engine& low = *encapsulation->low_engine;
+      const Ciphertext sparse = low.key_switch(rebound(ct(0), low.context()), encapsulation->dense_to_sparse);
+      return {engine.key_switch(engine.mod_raise(rebound(sparse, engine.context())), encapsulation->sparse_to_dense)};
+    }
   }
   throw InvalidArgumentError(std::string("unknown operation ") + std::to_string(static_cast<int>(node.op)));
 }
@@ -121,6 +140,18 @@ void check_keys(const PreparedProgram& prepared, const Engine& engine, const Mat
                         (exact_only.count(step) != 0 ? ", needed exactly by rotate_hoisted" : "") + ")");
     }
   }
+  if (needed.sparse_encapsulation) {
+    const SparseEncapsulation* e = materials.sparse_encapsulation;
+    if (e == nullptr || !e->low_engine || !e->dense_to_sparse.buffer || !e->sparse_to_dense.buffer) {
+      missing.push_back("sparse-secret encapsulation keys (dense to sparse and back)");
+    } else if (e->sparse_to_dense.context_id != context.id() ||
+               e->low_engine->context().q().front().value != context.q().front().value) {
+      throw StateError("link " + prepared.program().name() +
+                       ": the sparse-secret encapsulation keys belong to another context (context " +
+                       std::to_string(e->sparse_to_dense.context_id) + "), expected context " +
+                       std::to_string(context.id()));
+    }
+  }
   if (needed.conjugation && (galois == nullptr || !galois->contains(context.conjugation_element()))) {
     missing.push_back("conjugation key (Galois element " + std::to_string(context.conjugation_element()) + ")");
   }
@@ -163,6 +194,7 @@ Executable link(const PreparedProgram& prepared, const Engine& engine, const Mat
   exe.engine_ = &engine;
   exe.relinearization_key_ = materials.relinearization_key;
   exe.galois_keys_ = materials.galois_keys;
+  exe.sparse_encapsulation_ = materials.sparse_encapsulation;
   std::optional<Encoder> encoder;
   const auto& values = program.values();
   for (std::size_t id = 0; id < values.size(); ++id) {
@@ -252,7 +284,8 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
     }
     std::vector<Ciphertext> results;
     try {
-      results = detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys);
+      results =
+          detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys, sparse_encapsulation_);
     } catch (const Error&) {
       detail::rethrow_with_prefix(where + detail::node_label(program, node) + ": ");
     }

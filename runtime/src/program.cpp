@@ -39,6 +39,7 @@ constexpr OpName op_names[] = {
     {OpKind::sum, "sum"},
     {OpKind::multiply_relinearize_rescale, "multiply_relinearize_rescale"},
     {OpKind::mod_raise, "mod_raise"},
+    {OpKind::mod_raise_encapsulated, "mod_raise_encapsulated"},
 };
 
 bool same_node(const Node& a, const Node& b) {

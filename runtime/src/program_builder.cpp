@@ -301,6 +301,9 @@ std::vector<ValueRef> ProgramBuilder::rotate_hoisted(ValueRef a, const std::vect
 ValueRef ProgramBuilder::to_ntt(ValueRef a) { return result_of(make_node(OpKind::to_ntt, {a.id})); }
 ValueRef ProgramBuilder::to_coefficient(ValueRef a) { return result_of(make_node(OpKind::to_coefficient, {a.id})); }
 ValueRef ProgramBuilder::mod_raise(ValueRef a) { return result_of(make_node(OpKind::mod_raise, {a.id})); }
+ValueRef ProgramBuilder::mod_raise_encapsulated(ValueRef a) {
+  return result_of(make_node(OpKind::mod_raise_encapsulated, {a.id}));
+}
 
 ValueRef ProgramBuilder::sum(const std::vector<ValueRef>& values) {
   if (values.empty()) throw InvalidArgumentError("sum: no arguments, expected at least one");

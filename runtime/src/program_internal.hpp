@@ -43,8 +43,11 @@ struct Operand {
   const Plaintext* plaintext = nullptr;
 };
 
-// Runs one node on the Engine; one ciphertext per result.
+// Runs one node on the Engine; one ciphertext per result. Without an
+// encapsulation (the state tracker's state-only engine), mod_raise_encapsulated
+// runs as mod_raise: the same state.
 std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, const std::vector<Operand>& args,
-                                     const RelinKey& relinearization_key, const GaloisKeys& galois_keys);
+                                     const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
+                                     const SparseEncapsulation* encapsulation = nullptr);
 
 }  // namespace fhelium::runtime::detail

@@ -42,6 +42,9 @@ KeyRequirements key_requirements(const Program& program, const Context& context)
       case OpKind::conjugate:
         keys.conjugation = true;
         break;
+      case OpKind::mod_raise_encapsulated:
+        keys.sparse_encapsulation = true;
+        break;
       default:
         break;
     }

@@ -324,6 +324,9 @@ Program Program::parse(const std::string& text) {
         case OpKind::mod_raise:
           refs = {b.mod_raise(args[0])};
           break;
+        case OpKind::mod_raise_encapsulated:
+          refs = {b.mod_raise_encapsulated(args[0])};
+          break;
       }
       if (refs.size() != results.size()) {
         p.fail(op_name + " defines " + std::to_string(refs.size()) + " results, got " + std::to_string(results.size()) +

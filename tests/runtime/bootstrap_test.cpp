@@ -234,8 +234,13 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
     const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
     const Bootstrapper bootstrapper(engine, relin_key, galois_keys, keys);
     EXPECT_EQ(bootstrapper.output_level(), 2);
-    // The plain constructor refuses a dense secret.
-    EXPECT_THROW(Bootstrapper(engine, relin_key, galois_keys), InvalidArgumentError);
+    // Without the encapsulation keys a dense secret cannot link; the error names them.
+    try {
+      Bootstrapper unlinked(engine, relin_key, galois_keys);
+      ADD_FAILURE() << "a dense secret linked without the encapsulation keys";
+    } catch (const MissingKeyError& e) {
+      EXPECT_NE(std::string(e.what()).find("sparse-secret encapsulation keys"), std::string::npos) << e.what();
+    }
     // An input of another scale is named before anything runs.
     EXPECT_THROW(bootstrapper.bootstrap(engine.upload_ciphertext(
                      f.encryptor.encrypt(f.encoder.encode(m, 0, 2.0 * f.scale()), f.pk))),
@@ -280,14 +285,16 @@ TEST_F(Bootstrap, WrongUseIsRefusedBeforeAnythingRuns) {
   } catch (const InvalidArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("consumes 16 levels"), std::string::npos) << e.what();
   }
-  // A dense secret without an explicit bound.
+  // A dense secret goes through the encapsulation (and needs its keys).
   CkksParameters dense = bootstrap_params(10);
   dense.hamming_weight = 0;
   Fixture dense_fixture(dense, 9);
   ProgramBuilder db(dense_fixture.context, "bootstrap");
   const ValueRef dx = db.input("x", dense_fixture.engine.download(dense_fixture.encrypt(Message(1), 0)).state);
-  EXPECT_THROW(bootstrap(db, dx), InvalidArgumentError);
-  EXPECT_EQ(db.node_count(), 0u);
+  db.output("y", bootstrap(db, dx));
+  EXPECT_TRUE(db.required_keys().sparse_encapsulation);
+  EXPECT_FALSE(b.required_keys().sparse_encapsulation);
+  EXPECT_EQ(overflow_bound(*dense_fixture.context, {}), 16);
   // Missing keys are named before anything runs.
   const RelinKey relin = f.relin_key();
   const GaloisKeys none = f.engine.upload_galois_keys({});

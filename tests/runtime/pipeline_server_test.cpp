@@ -99,6 +99,26 @@ TEST_F(ServerSideTest, ComputesOnCiphertextFilesAndTheClientDecrypts) {
   EXPECT_LT(worst, 1e-6);
 }
 
+// A bootstrap under a dense secret needs the encapsulation keys, which no key
+// folder holds yet: the server says so before it reads anything.
+TEST_F(ServerSideTest, RefusesABootstrapUnderADenseSecret) {
+  const PipelineSpec bootstrapping = parse_pipeline(
+      "params: {ring_degree: 4096, q_bits: [60, 40, 40, 40, 40, 40, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, "
+      "60], p_bits: [60, 60, 60, 60], scale_bits: 40, allow_insecure: true}\n"
+      "inputs:\n"
+      "  x: {random: {distribution: uniform, range: [-1, 1], length: 2048, seed: 3}}\n"
+      "steps:\n"
+      "  - {name: y, op: bootstrap, args: [x]}\n",
+      "bootstrap.yaml");
+  EXPECT_TRUE(plan_pipeline(bootstrapping).sparse_encapsulation);
+  try {
+    run_pipeline(bootstrapping, server_options());
+    FAIL() << "the server ran a bootstrap without the encapsulation keys";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("encapsulation keys cannot be saved"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ServerSideTest, RefusesAnEncryptedInputWithoutAFile) {
   RunOptions o = server_options();
   o.server->input_ciphertexts.clear();

@@ -192,7 +192,7 @@ TEST(PipelineRefusal, UnknownOperation) {
   EXPECT_EQ(
       refusal(kSmallParams + "inputs: {x: [1, 2]}\nsteps:\n  - {name: y, op: rotat, args: [x], step: 1}\n"),
       "test.yaml:4:19: key 'steps[0].op': unknown operation 'rotat' (did you mean 'rotate'? known: add, add_scalar, "
-      "align, conjugate, drop_to_level, inner_product, matvec, multiply, multiply_integer, multiply_plain, "
+      "align, bootstrap, conjugate, drop_to_level, inner_product, matvec, multiply, multiply_integer, multiply_plain, "
       "multiply_relinearize_rescale, multiply_scalar, negate, polynomial, relinearize, rescale, rotate, "
       "rotate_hoisted, sub, sub_scalar, sum, sum_slots, to_coefficient, to_ntt)");
 }

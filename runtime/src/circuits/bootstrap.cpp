@@ -97,13 +97,11 @@ CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const 
 int overflow_bound(const Context& context, const BootstrapConfig& config) {
   if (config.overflow_bound > 0) return config.overflow_bound;
   const int h = context.params().hamming_weight;
-  if (h <= 0) {
-    throw InvalidArgumentError(
-        "bootstrap: the context's secret is dense (hamming_weight 0), so ModRaise's overflow grows with N; "
-        "expected a sparse secret (CkksParameters::hamming_weight > 0), the sparse-secret encapsulation "
-        "(Bootstrapper with SparseEncapsulationKeys) or an explicit BootstrapConfig::overflow_bound");
-  }
-  return (h + 1) / 2;
+  return ((h > 0 ? h : config.ephemeral_hamming_weight) + 1) / 2;
+}
+
+bool uses_encapsulation(const Context& context, const BootstrapConfig& config) {
+  return context.params().hamming_weight == 0 && config.overflow_bound == 0;
 }
 
 namespace {
@@ -182,32 +180,13 @@ ValueState input_state(const Context& context, int level, double scale) {
   return x;
 }
 
-// The Bootstrapper's program: from level 0, or (encapsulated) from the
-// raised ciphertext that the key switches around ModRaise leave.
+// The Bootstrapper's program: x at level 0 to y.
 ProgramBuilder bootstrap_builder(std::shared_ptr<const Context> context, const BootstrapConfig& config,
-                                 std::optional<double> input_scale, bool encapsulated,
-                                 BootstrapStages* stages = nullptr) {
+                                 std::optional<double> input_scale, BootstrapStages* stages = nullptr) {
   ProgramBuilder b(context, "bootstrap");
   const double delta = input_scale.value_or(context->params().scale);
-  if (!encapsulated) {
-    b.output("y", bootstrap(b, b.input("x", input_state(*context, 0, delta)), config, stages));
-    return b;
-  }
-  check_config(*context, config);
-  BootstrapStages at;
-  const int bound = config.overflow_bound > 0 ? config.overflow_bound : (config.ephemeral_hamming_weight + 1) / 2;
-  const ValueRef raised = b.input("x", input_state(*context, context->max_level(), delta));
-  b.output("y", from_raised(b, raised, config, delta, up_scaling(*context, delta, config), bound, at));
-  if (stages) *stages = at;
+  b.output("y", bootstrap(b, b.input("x", input_state(*context, 0, delta)), config, stages));
   return b;
-}
-
-// The same residues as a value of `to` (a level-0 ciphertext of a context
-// with the same q_0, on the same backend).
-Ciphertext rebound(const Ciphertext& c, const Context& to) {
-  Ciphertext out = c;
-  out.state.context_id = to.id();
-  return out;
 }
 
 }  // namespace
@@ -223,7 +202,8 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config,
   const double delta = b.state(v).scale;
   const std::int64_t up = up_scaling(context, delta, config);
   if (up > 1) v = b.multiply_integer(v, up);
-  v = from_raised(b, b.mod_raise(v), config, delta, up, bound, at);
+  v = uses_encapsulation(context, config) ? b.mod_raise_encapsulated(v) : b.mod_raise(v);
+  v = from_raised(b, v, config, delta, up, bound, at);
   if (stages) *stages = at;
   return v;
 }
@@ -261,67 +241,54 @@ SparseEncapsulationKeys SparseEncapsulationKeys::generate(std::shared_ptr<const 
 
 runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Context> context,
                                                      const BootstrapConfig& config, std::optional<double> input_scale) {
-  const bool encapsulated = context->params().hamming_weight == 0 && config.overflow_bound == 0;
-  return bootstrap_builder(std::move(context), config, input_scale, encapsulated).required_keys();
+  return bootstrap_builder(std::move(context), config, input_scale).required_keys();
+}
+
+runtime::SparseEncapsulation upload(const Engine& engine, const SparseEncapsulationKeys& keys) {
+  if (keys.sparse_to_dense.context_id != engine.context().id() || !keys.low_context ||
+      keys.low_context->q().front().value != engine.context().q().front().value) {
+    throw StateError("sparse-secret encapsulation: the keys were generated for another context (context " +
+                     std::to_string(keys.sparse_to_dense.context_id) + "), expected context " +
+                     std::to_string(engine.context().id()));
+  }
+  runtime::SparseEncapsulation out;
+  auto low = std::make_shared<Engine>(keys.low_context, engine.backend_ptr());
+  out.dense_to_sparse = low->upload_switching_key(keys.dense_to_sparse);
+  out.sparse_to_dense = engine.upload_switching_key(keys.sparse_to_dense);
+  out.low_engine = std::move(low);
+  return out;
 }
 
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const BootstrapConfig& config, std::optional<double> input_scale)
     : engine_(&engine) {
-  link_program(relinearization_key, galois_keys, config, input_scale, false);
+  link_program(relinearization_key, galois_keys, config, input_scale);
 }
 
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const SparseEncapsulationKeys& encapsulation, const BootstrapConfig& config,
                            std::optional<double> input_scale)
-    : engine_(&engine) {
-  if (encapsulation.low_context->q().front().value != engine.context().q().front().value ||
-      encapsulation.sparse_to_dense.context_id != engine.context().id()) {
-    throw StateError("Bootstrapper: the encapsulation keys were generated for another context (context " +
-                     std::to_string(encapsulation.sparse_to_dense.context_id) + "), expected context " +
-                     std::to_string(engine.context().id()));
-  }
+    : engine_(&engine), encapsulation_(upload(engine, encapsulation)) {
   BootstrapConfig with_weight = config;
   with_weight.ephemeral_hamming_weight = encapsulation.hamming_weight;
-  low_engine_ = std::make_shared<Engine>(encapsulation.low_context, engine.backend_ptr());
-  dense_to_sparse_ = low_engine_->upload_switching_key(encapsulation.dense_to_sparse);
-  sparse_to_dense_ = engine.upload_switching_key(encapsulation.sparse_to_dense);
-  link_program(relinearization_key, galois_keys, with_weight, input_scale, true);
+  link_program(relinearization_key, galois_keys, with_weight, input_scale);
 }
 
 void Bootstrapper::link_program(const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
-                                const BootstrapConfig& config, std::optional<double> input_scale, bool encapsulated) {
-  const ProgramBuilder b =
-      bootstrap_builder(engine_->context_ptr(), config, input_scale, encapsulated, &stages_);
-  up_ = up_scaling(engine_->context(), b.state(runtime::ValueRef{0}).scale, config);
+                                const BootstrapConfig& config, std::optional<double> input_scale) {
+  const ProgramBuilder b = bootstrap_builder(engine_->context_ptr(), config, input_scale, &stages_);
   runtime::Materials materials;
   materials.relinearization_key = &relinearization_key;
   materials.galois_keys = &galois_keys;
+  if (encapsulation_.low_engine) materials.sparse_encapsulation = &encapsulation_;
   for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
   executable_ = runtime::link(b.prepare(), *engine_, materials);
 }
 
 Ciphertext Bootstrapper::bootstrap(const Ciphertext& x) const {
-  const runtime::ValueTree out = executable_.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", program_input(x)}}));
+  const Ciphertext at_zero = x.state.level > 0 ? engine_->drop_to_level(x, 0) : x;
+  const runtime::ValueTree out = executable_.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", at_zero}}));
   return out.at("y").ciphertext();
-}
-
-Ciphertext Bootstrapper::program_input(const Ciphertext& x) const {
-  Ciphertext v = x.state.level > 0 ? engine_->drop_to_level(x, 0) : x;
-  if (low_engine_) {
-    // Up-scaling, then dense -> sparse at q_0 p_0, ModRaise, and sparse -> dense over QP.
-    const ValueState& expected = program().state(0);
-    if (!same_scale(v.state.scale, expected.scale)) {
-      throw StateError("bootstrap: the input's scale is 2^" + std::to_string(std::log2(v.state.scale)) +
-                           ", expected 2^" + std::to_string(std::log2(expected.scale)),
-                       StateError::Mismatch{"bootstrap", "scale", std::to_string(expected.scale),
-                                            std::to_string(v.state.scale)});
-    }
-    if (up_ > 1) v = engine_->multiply_integer(v, up_);
-    v = rebound(low_engine_->key_switch(rebound(v, low_engine_->context()), dense_to_sparse_), engine_->context());
-    v = engine_->key_switch(engine_->mod_raise(v), sparse_to_dense_);
-  }
-  return v;
 }
 
 int Bootstrapper::output_level() const { return program().state(program().program().outputs().front().second).level; }

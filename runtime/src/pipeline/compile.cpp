@@ -570,6 +570,7 @@ class Compiler {
     const KeyRequirements keys = builder.required_keys();
     plan.relinearization_key = keys.relinearization;
     plan.conjugation_key = keys.conjugation;
+    plan.sparse_encapsulation = keys.sparse_encapsulation;
     plan.rotation_steps = keys.rotation_steps;
 
     std::map<std::string, Slots> inputs;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fhelium/circuits/bootstrap.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
@@ -159,6 +160,10 @@ class Runner {
   // The server side: exactly the evaluation keys the plan needs, from the key folder.
   void load_keys() {
     const auto start = Clock::now();
+    if (c_.plan.sparse_encapsulation) {
+      throw Error("the pipeline bootstraps under a dense secret, and the sparse-secret encapsulation keys cannot "
+                  "be saved to a key folder yet: run it in one process (without --keys)");
+    }
     const std::filesystem::path dir(server()->keys_dir);
     if (c_.plan.relinearization_key) {
       const HostSwitchKey key =
@@ -242,6 +247,11 @@ class Runner {
       progress("keys", ++done, total, "galois element " + std::to_string(e));
     }
     gk_ = engine_->upload_galois_keys(galois);
+    if (c_.plan.sparse_encapsulation) {
+      const auto keys = circuits::SparseEncapsulationKeys::generate(context_, *sk_, *rng_);
+      report_.key_bytes += (keys.dense_to_sparse.data.size() + keys.sparse_to_dense.data.size()) * sizeof(u64);
+      encapsulation_ = circuits::upload(*engine_, keys);
+    }
     engine_->backend().synchronize();
     report_.keygen_ms = ms_since(start);
   }
@@ -298,6 +308,7 @@ class Runner {
     Materials materials;
     materials.relinearization_key = c_.plan.relinearization_key ? &rk_ : nullptr;
     materials.galois_keys = &gk_;
+    if (c_.plan.sparse_encapsulation) materials.sparse_encapsulation = &encapsulation_;
     for (const auto& [name, values] : c_.builder.constant_values()) materials.constants[name] = values;
     return link(*prepared_, *engine_, materials);
   }
@@ -538,6 +549,7 @@ class Runner {
   PublicKey pk_;
   RelinKey rk_;
   GaloisKeys gk_;
+  SparseEncapsulation encapsulation_;
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Encryptor> encryptor_;
   std::unique_ptr<Decryptor> decryptor_;

@@ -76,9 +76,13 @@ struct BootstrapConfig {
 // log2(QP) <= 868).
 CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
 
-// The bound K of the configuration on the context (InvalidArgumentError for a
-// dense secret without an explicit bound: K would grow with N).
+// The bound K of the configuration on the context: the explicit one, or
+// (h + 1) / 2 for the context's sparse secret, or for the ephemeral one of
+// the encapsulation when the context's secret is dense.
 int overflow_bound(const Context& context, const BootstrapConfig& config);
+// Whether the bootstrap goes through the sparse-secret encapsulation: a
+// dense secret and no explicit bound.
+bool uses_encapsulation(const Context& context, const BootstrapConfig& config);
 
 // The sparse-secret encapsulation for a context with a dense secret: an
 // ephemeral secret s' of Hamming weight h (32: K = 16) used only inside the
@@ -99,6 +103,9 @@ struct SparseEncapsulationKeys {
                                           Csprng& rng, int hamming_weight = 32);
 };
 
+// The keys on the engine's backend, for Materials::sparse_encapsulation.
+runtime::SparseEncapsulation upload(const Engine& engine, const SparseEncapsulationKeys& keys);
+
 // Where each stage's nodes lie in the builder's program: [begin, next begin).
 struct BootstrapStages {
   std::size_t mod_raise = 0;      // up-scaling and ModRaise
@@ -110,8 +117,10 @@ struct BootstrapStages {
 
 // Appends the bootstrap of x (a ciphertext at any level; dropped to level 0)
 // to a bound builder. The result is at level max_level - config.depth() with
-// exactly the output scale. InvalidArgumentError, before any node is added,
-// when the context has too few levels or is not full-slot.
+// exactly the output scale. With a dense secret its ModRaise is
+// mod_raise_encapsulated (linking then needs Materials::sparse_encapsulation).
+// InvalidArgumentError, before any node is added, when the context has too
+// few levels.
 ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config = {},
                    BootstrapStages* stages = nullptr);
 
@@ -125,9 +134,9 @@ class Bootstrapper {
                                                 const BootstrapConfig& config = {},
                                                 std::optional<double> input_scale = std::nullopt);
 
-  // MissingKeyError naming each missing key. The keys are borrowed and must
-  // outlive the Bootstrapper, as must the engine. For a context with a
-  // sparse secret (or an explicit overflow bound).
+  // MissingKeyError naming each missing key (with a dense secret: the
+  // encapsulation's). The keys are borrowed and must outlive the
+  // Bootstrapper, as must the engine.
   Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                const BootstrapConfig& config = {}, std::optional<double> input_scale = std::nullopt);
   // For a context with a dense secret, by the sparse-secret encapsulation
@@ -139,32 +148,23 @@ class Bootstrapper {
   // x at any level with the input scale (StateError otherwise).
   Ciphertext bootstrap(const Ciphertext& x) const;
   Ciphertext operator()(const Ciphertext& x) const { return bootstrap(x); }
-  // bootstrap(x) is executable() run on program_input(x): x at level 0, or
-  // (encapsulated) x up-scaled, switched to the ephemeral secret, raised and
-  // switched back.
-  Ciphertext program_input(const Ciphertext& x) const;
 
   const runtime::PreparedProgram& program() const { return executable_.prepared(); }
   // The linked program (inputs {"x": level 0}, output "y"): for GraphProgram capture.
   const runtime::Executable& executable() const { return executable_; }
   int output_level() const;
   double output_scale() const;
-  // The stages' node ranges in program().program().nodes() (encapsulated:
-  // the program starts at CoeffToSlot; up-scaling, the key switches and
-  // ModRaise run before it).
+  // The stages' node ranges in program().program().nodes().
   const BootstrapStages& stages() const { return stages_; }
 
  private:
   void link_program(const RelinKey& relinearization_key, const GaloisKeys& galois_keys, const BootstrapConfig& config,
-                    std::optional<double> input_scale, bool encapsulated);
+                    std::optional<double> input_scale);
 
   const Engine* engine_;
+  runtime::SparseEncapsulation encapsulation_;  // empty without the encapsulation
   runtime::Executable executable_;
   BootstrapStages stages_;
-  std::int64_t up_ = 1;
-  std::shared_ptr<Engine> low_engine_;  // encapsulated only
-  SwitchKey dense_to_sparse_;
-  SwitchKey sparse_to_dense_;
 };
 
 }  // namespace fhelium::circuits

@@ -180,6 +180,7 @@ struct PipelinePlan {
   std::vector<PlannedStep> steps;
   bool relinearization_key = false;
   bool conjugation_key = false;
+  bool sparse_encapsulation = false;  // a bootstrap under a dense secret
   std::set<long> rotation_steps;
   int depth = 0;  // levels consumed (top level minus the lowest level reached)
   std::size_t operations = 0;

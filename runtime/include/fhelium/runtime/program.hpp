@@ -71,6 +71,9 @@ enum class OpKind {
   sum,               // any number of arguments
   multiply_relinearize_rescale,
   mod_raise,         // bootstrapping's ModRaise: level 0 -> the top level
+  // ModRaise under the sparse-secret encapsulation: switch to the ephemeral
+  // sparse secret (at q_0 p_0), ModRaise, switch back (Materials::sparse_encapsulation).
+  mod_raise_encapsulated,
 };
 
 const char* to_string(OpKind op);
@@ -106,6 +109,7 @@ struct ValueInfo {
 struct KeyRequirements {
   bool relinearization = false;
   bool conjugation = false;
+  bool sparse_encapsulation = false;  // mod_raise_encapsulated
   std::set<long> rotation_steps;  // as written (also the hoisted ones)
   std::set<std::uint32_t> galois_elements(const Context& context) const;
 };
@@ -189,6 +193,7 @@ class ProgramBuilder {
   ValueRef sum(const std::vector<ValueRef>& values);
   ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
   ValueRef mod_raise(ValueRef a);
+  ValueRef mod_raise_encapsulated(ValueRef a);
   // Names a result (results get generated names "%N" otherwise). Names are
   // unique within the program and are single text tokens: printable ASCII
   // without spaces, ',', '=' or '#'.
@@ -258,9 +263,19 @@ class PreparedProgram {
 // Keys and constants bound to an Executable. A constant is an encoded
 // Plaintext (its state must equal the prepared one) or clear slot values
 // (encoded at link time at the prepared state).
+// The sparse-secret encapsulation on a backend: an Engine of the low context
+// (q_0 and the first special prime, on the same backend) and the two
+// switching keys (circuits::upload makes one from SparseEncapsulationKeys).
+struct SparseEncapsulation {
+  std::shared_ptr<const Engine> low_engine;
+  SwitchKey dense_to_sparse;  // of low_engine's context
+  SwitchKey sparse_to_dense;  // of the main context
+};
+
 struct Materials {
   const RelinKey* relinearization_key = nullptr;  // borrowed; must outlive the Executable
   const GaloisKeys* galois_keys = nullptr;        // borrowed
+  const SparseEncapsulation* sparse_encapsulation = nullptr;  // borrowed
   std::map<std::string, std::variant<Plaintext, std::vector<std::complex<double>>>> constants;
 };
 
@@ -284,6 +299,7 @@ class Executable {
   const Engine* engine_ = nullptr;
   const RelinKey* relinearization_key_ = nullptr;
   const GaloisKeys* galois_keys_ = nullptr;
+  const SparseEncapsulation* sparse_encapsulation_ = nullptr;
   std::map<int, Plaintext> constants_;  // by value id
 };
 
