@@ -4,7 +4,8 @@
 // per-stage breakdown, peak backend memory and the error against the
 // message. The parameters are bootstrap_parameters (a dense secret, within
 // the 2025 table at N = 2^16; below 2^16 the security check is waived and
-// the JSON says so: this layout fits the table from 2^16 on) with the sparse-secret encapsulation. Not a test.
+// the JSON says so: this layout fits the table from 2^16 on) with the
+// sparse-secret encapsulation. Not a test.
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -100,8 +101,9 @@ int main(int argc, char** argv) {
       relin = keygen.relinearization_key(sk);
       for (std::uint32_t element : needs.galois_elements(*context)) galois.push_back(keygen.galois_key(sk, element));
     });
-    std::size_t key_bytes = (relin->data.size() + encapsulation->dense_to_sparse.data.size() +
-                             encapsulation->sparse_to_dense.data.size()) * sizeof(u64);
+    std::size_t key_bytes =
+        (relin->data.size() + encapsulation->dense_to_sparse.data.size() + encapsulation->sparse_to_dense.data.size()) *
+        sizeof(u64);
     for (const auto& k : galois) key_bytes += k.data.size() * sizeof(u64);
     std::optional<RelinKey> relin_key;
     std::optional<GaloisKeys> galois_keys;
@@ -120,7 +122,8 @@ int main(int argc, char** argv) {
     std::mt19937_64 message_rng(1);
     std::uniform_real_distribution<double> d(-1.0, 1.0);
     std::vector<std::complex<double>> m(context->ring_degree() / 2);
-    for (auto& v : m) v = message == "constant" ? std::complex<double>(1.0, 0.0) : std::complex<double>(d(message_rng), d(message_rng));
+    for (auto& v : m)
+      v = message == "constant" ? std::complex<double>(1.0, 0.0) : std::complex<double>(d(message_rng), d(message_rng));
     const Ciphertext x = engine.upload_ciphertext(encryptor.encrypt(encoder.encode(m, 0, params.scale), pk));
 
     for (int i = 0; i < warmup; ++i) (void)bootstrapper->bootstrap(x);
@@ -143,8 +146,8 @@ int main(int argc, char** argv) {
     const std::vector<std::pair<std::string, std::size_t>> bounds{
         {"up-scaling, ModRaise (with the encapsulation's two key switches)", st.mod_raise},
         {"coeff_to_slot", st.coeff_to_slot},
-                                                                  {"eval_mod", st.eval_mod},
-                                                                  {"slot_to_coeff", st.slot_to_coeff}};
+        {"eval_mod", st.eval_mod},
+        {"slot_to_coeff", st.slot_to_coeff}};
     const auto stage_of = [&](std::size_t node) {
       std::size_t s = 0;
       while (s + 1 < bounds.size() && node >= bounds[s + 1].second) ++s;
@@ -159,14 +162,12 @@ int main(int argc, char** argv) {
     }
     engine.backend().synchronize();
     auto last = Clock::now();
-    (void)bootstrapper->executable().run(runtime::ValueTree(runtime::ValueTree::Map{{"x", x}}),
-                                         [&](std::size_t node) {
-                                           engine.backend().synchronize();
-                                           const auto now = Clock::now();
-                                           stage_ms[stage_of(node)] +=
-                                               std::chrono::duration<double, std::milli>(now - last).count();
-                                           last = now;
-                                         });
+    (void)bootstrapper->executable().run(runtime::ValueTree(runtime::ValueTree::Map{{"x", x}}), [&](std::size_t node) {
+      engine.backend().synchronize();
+      const auto now = Clock::now();
+      stage_ms[stage_of(node)] += std::chrono::duration<double, std::milli>(now - last).count();
+      last = now;
+    });
     json::array stages;
     for (std::size_t s = 0; s < bounds.size(); ++s) {
       stages.push_back(json::object{{"stage", bounds[s].first},
@@ -179,42 +180,41 @@ int main(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     json::array devices;
     for (const auto& dev : chosen.devices) devices.emplace_back(dev);
-    json::object out{
-        {"benchmark", "bootstrap"},
-        {"machine", {{"host", host}, {"cpu", apps::cpu_model()}, {"devices", devices}}},
-        {"backend", chosen.backend->name()},
-        {"parameters",
-         {{"ring_degree", context->ring_degree()},
-          {"slots", context->ring_degree() / 2},
-          {"q_bits", json::value_from(params.q_bits)},
-          {"p_bits", json::value_from(params.p_bits)},
-          {"log_qp", context->log_qp()},
-          {"key_digits", context->key_digits()},
-          {"secret", "uniform ternary"},
-          {"security_check", params.allow_insecure ? "waived (N below 2^16)" : "2025 table, 128 bits"},
-          {"ephemeral_hamming_weight", encapsulation->hamming_weight},
-          {"dense_to_sparse_key_log_modulus", encapsulation->low_context->log_qp()},
-          {"levels_after", bootstrapper->output_level()},
-          {"depth", config.depth()},
-          {"coeff_to_slot_levels", config.coeff_to_slot_levels},
-          {"eval_mod_levels", config.eval_mod_depth()},
-          {"slot_to_coeff_levels", config.slot_to_coeff_levels},
-          {"message_ratio", config.message_ratio},
-          {"arcsine_correction", config.arcsine_correction}}},
-        {"message", message},
-        {"keys",
-         {{"rotation_keys", needs.rotation_steps.size()},
-          {"conjugation", needs.conjugation},
-          {"galois_keys", needs.galois_elements(*context).size()},
-          {"bytes", key_bytes},
-          {"keygen_ms", keygen_ms},
-          {"upload_ms", upload_ms}}},
-        {"program", {{"nodes", bootstrapper->program().program().nodes().size()}, {"link_ms", link_ms}}},
-        {"eager", apps::timing_summary(eager)},
-        {"stages", stages},
-        {"max_error", error},
-        {"precision_bits", -std::log2(error)},
-        {"timing", "wall clock around each bootstrap, synchronized"}};
+    json::object out{{"benchmark", "bootstrap"},
+                     {"machine", {{"host", host}, {"cpu", apps::cpu_model()}, {"devices", devices}}},
+                     {"backend", chosen.backend->name()},
+                     {"parameters",
+                      {{"ring_degree", context->ring_degree()},
+                       {"slots", context->ring_degree() / 2},
+                       {"q_bits", json::value_from(params.q_bits)},
+                       {"p_bits", json::value_from(params.p_bits)},
+                       {"log_qp", context->log_qp()},
+                       {"key_digits", context->key_digits()},
+                       {"secret", "uniform ternary"},
+                       {"security_check", params.allow_insecure ? "waived (N below 2^16)" : "2025 table, 128 bits"},
+                       {"ephemeral_hamming_weight", encapsulation->hamming_weight},
+                       {"dense_to_sparse_key_log_modulus", encapsulation->low_context->log_qp()},
+                       {"levels_after", bootstrapper->output_level()},
+                       {"depth", config.depth()},
+                       {"coeff_to_slot_levels", config.coeff_to_slot_levels},
+                       {"eval_mod_levels", config.eval_mod_depth()},
+                       {"slot_to_coeff_levels", config.slot_to_coeff_levels},
+                       {"message_ratio", config.message_ratio},
+                       {"arcsine_correction", config.arcsine_correction}}},
+                     {"message", message},
+                     {"keys",
+                      {{"rotation_keys", needs.rotation_steps.size()},
+                       {"conjugation", needs.conjugation},
+                       {"galois_keys", needs.galois_elements(*context).size()},
+                       {"bytes", key_bytes},
+                       {"keygen_ms", keygen_ms},
+                       {"upload_ms", upload_ms}}},
+                     {"program", {{"nodes", bootstrapper->program().program().nodes().size()}, {"link_ms", link_ms}}},
+                     {"eager", apps::timing_summary(eager)},
+                     {"stages", stages},
+                     {"max_error", error},
+                     {"precision_bits", -std::log2(error)},
+                     {"timing", "wall clock around each bootstrap, synchronized"}};
 
     if (graph && chosen.backend->supports_capture()) {
       const runtime::ValueTree inputs(runtime::ValueTree::Map{{"x", x}});
@@ -222,8 +222,7 @@ int main(int argc, char** argv) {
       runtime::GraphProgram program = runtime::GraphProgram::capture(
           engine.backend(), *context,
           [&](const runtime::ValueTree& in) {
-            return runtime::ValueTree(
-                runtime::ValueTree::Map{{"y", bootstrapper->bootstrap(in.at("x").ciphertext())}});
+            return runtime::ValueTree(runtime::ValueTree::Map{{"y", bootstrapper->bootstrap(in.at("x").ciphertext())}});
           },
           inputs);
       for (int i = 0; i < warmup; ++i) (void)program.replay(inputs);

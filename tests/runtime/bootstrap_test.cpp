@@ -2,13 +2,14 @@
 // against the encoder, and a full bootstrap at N = 2^12 (insecure parameters,
 // tests only) against the message and the clear evaluator, bit-exact between
 // cpu and the backend named by FHELIUM_RUNTIME_TEST_BACKEND when one is.
+#include "fhelium/circuits/bootstrap.hpp"
+
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <optional>
 
-#include "fhelium/circuits/bootstrap.hpp"
 #include "fhelium/circuits/linear_transform.hpp"
 #include "fhelium/circuits/special_fft.hpp"
 #include "fhelium/runtime/clear_evaluator.hpp"
@@ -242,8 +243,8 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
       EXPECT_NE(std::string(e.what()).find("sparse-secret encapsulation keys"), std::string::npos) << e.what();
     }
     // An input of another scale is named before anything runs.
-    EXPECT_THROW(bootstrapper.bootstrap(engine.upload_ciphertext(
-                     f.encryptor.encrypt(f.encoder.encode(m, 0, 2.0 * f.scale()), f.pk))),
+    EXPECT_THROW(bootstrapper.bootstrap(
+                     engine.upload_ciphertext(f.encryptor.encrypt(f.encoder.encode(m, 0, 2.0 * f.scale()), f.pk))),
                  StateError);
     return engine.download(bootstrapper.bootstrap(engine.upload_ciphertext(x)));
   };
@@ -267,8 +268,7 @@ TEST_F(Bootstrap, TheClearEvaluatorAgreesWithTheMessage) {
   const ValueRef y = bootstrap(b, b.input("x", x_state));
   b.output("y", y);
   const Message m = f.random_message(1.0);
-  const Message clear =
-      runtime::evaluate_clear(b.program(), {{"x", m}}, b.constant_values(), f.slots()).at("y");
+  const Message clear = runtime::evaluate_clear(b.program(), {{"x", m}}, b.constant_values(), f.slots()).at("y");
   // Only the sine's curvature and the interpolant separate them.
   EXPECT_LT(max_error(m, clear), 1e-5);
 }

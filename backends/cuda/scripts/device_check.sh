@@ -133,7 +133,8 @@ for step in $steps; do
       ;;
     bootstrap)
       # The bootstrap tests on cuda (bit-exact against cpu at N = 2^12), one
-      # under memcheck, and the 2^16 bootstrap benchmark (JSON).
+      # under memcheck, a 2^16 bootstrap under memcheck (about 35 s), and the
+      # 2^16 bootstrap benchmark (JSON).
       export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
       export FHELIUM_RUNTIME_TEST_BACKEND=cuda
       runtime_tests=$bundle/tests/runtime/fhelium_runtime_tests
@@ -144,6 +145,10 @@ for step in $steps; do
         --gtest_filter='Bootstrap.Restores*' > "$out/bootstrap_memcheck.log" 2>&1
       echo "bootstrap memcheck rc=$?"
       tail -3 "$out/bootstrap_memcheck.log"
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/apps/fhelium-bench-bootstrap" \
+        --backend cuda --log-n 16 --runs 1 --warmup 0 --no-graph > "$out/bootstrap_memcheck_16.log" 2>&1
+      echo "bootstrap 2^16 memcheck rc=$?"
+      tail -1 "$out/bootstrap_memcheck_16.log"
       for message in random constant; do
         timeout 400 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --log-n 16 --runs 10 --warmup 2 \
           --message $message > "$out/bootstrap-16-$message.json" 2> "$out/bootstrap-16-$message.log"

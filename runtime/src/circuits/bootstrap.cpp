@@ -111,8 +111,8 @@ void check_config(const Context& context, const BootstrapConfig& config) {
   for (const auto& [name, levels] : {std::pair{"coeff_to_slot_levels", config.coeff_to_slot_levels},
                                      std::pair{"slot_to_coeff_levels", config.slot_to_coeff_levels}}) {
     if (levels < 1 || levels > log_slots) {
-      throw InvalidArgumentError(std::string("bootstrap: ") + name + " is " + std::to_string(levels) + ", expected 1.." +
-                                 std::to_string(log_slots));
+      throw InvalidArgumentError(std::string("bootstrap: ") + name + " is " + std::to_string(levels) +
+                                 ", expected 1.." + std::to_string(log_slots));
     }
   }
   if (config.double_angle < 0 || config.cosine_degree < 2 || !(config.message_ratio >= 1.0)) {

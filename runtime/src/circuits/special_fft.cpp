@@ -93,9 +93,7 @@ std::vector<Diagonals> grouped(const std::vector<Diagonals>& stages, int groups,
 
 Diagonals special_fft_stage(std::size_t ring_degree, std::size_t slots, std::size_t len) {
   // Upper half: out[x] = v[x] + t_j v[x + half]; lower: out[x] = v[x - half] - t_j v[x].
-  return butterflies(ring_degree, slots, len, [](std::complex<double> t) {
-    return Butterfly{1.0, t, -t, 1.0};
-  });
+  return butterflies(ring_degree, slots, len, [](std::complex<double> t) { return Butterfly{1.0, t, -t, 1.0}; });
 }
 
 Diagonals special_fft_inverse_stage(std::size_t ring_degree, std::size_t slots, std::size_t len) {
@@ -134,7 +132,8 @@ Diagonals scaled(Diagonals m, std::complex<double> factor) {
 std::vector<Diagonals> coeff_to_slot_matrices(std::size_t ring_degree, std::size_t slots, int groups,
                                               std::complex<double> factor) {
   std::vector<Diagonals> stages;
-  for (std::size_t len = slots; len >= 2; len /= 2) stages.push_back(special_fft_inverse_stage(ring_degree, slots, len));
+  for (std::size_t len = slots; len >= 2; len /= 2)
+    stages.push_back(special_fft_inverse_stage(ring_degree, slots, len));
   return grouped(stages, groups, slots, factor);
 }
 

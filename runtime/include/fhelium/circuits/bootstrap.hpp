@@ -6,7 +6,9 @@
 //      coefficients M m are about q_0 / message_ratio (no level);
 //   2. ModRaise: the level-0 residues read as integers at the top level; the
 //      plaintext becomes c = M m + q_0 I with |I| <= K (K = (h + 1) / 2 for a
-//      secret of Hamming weight h: |c_0 + c_1 s| <= (h + 1) q_0 / 2);
+//      secret of Hamming weight h: |c_0 + c_1 s| <= (h + 1) q_0 / 2). Under
+//      a dense secret it runs on an ephemeral sparse one (the sparse-secret
+//      encapsulation, below);
 //   3. CoeffToSlot: the encoder's inverse special FFT in
 //      `coeff_to_slot_levels` linear transforms (special_fft.hpp), scaled so
 //      that the slots hold (c_k + i c_(N/2+k)) / (2 q_0 K') with K' = K + 1,
@@ -22,10 +24,11 @@
 //      q_0 / (2 pi Delta M) so that the slots hold the message again.
 //
 // Levels: coeff_to_slot_levels + ceil(log2(cosine_degree + 1)) + double_angle
-// (+ 2 with the arcsine correction) + slot_to_coeff_levels, from the top level; the output has exactly the
-// output scale. Precision is set by the sine's curvature ((2 pi M m / q_0)^2
-// / 6, relative: the message ratio), the interpolant and the scale EvalMod
-// works at (the prime at the level CoeffToSlot ends at).
+// (+ 2 with the arcsine correction) + slot_to_coeff_levels, from the top
+// level; the output has exactly the output scale. Precision is set by the
+// sine's curvature (what the arcsine correction leaves of it), the
+// interpolant, and EvalMod's noise against the signal 2 pi M m / q_0
+// (docs/bootstrapping.md).
 #pragma once
 
 #include <memory>
@@ -46,7 +49,7 @@ struct BootstrapConfig {
   int double_angle = 2;          // r
   int cosine_degree = 63;        // the Chebyshev interpolant's degree
   // The bound K on ModRaise's overflow |I|; 0: (h + 1) / 2 from the
-  // context's sparse secret of Hamming weight h.
+  // context's sparse secret of Hamming weight h, or from the ephemeral one.
   int overflow_bound = 0;
   // q_0 over the message's coefficients after the integer up-scaling.
   double message_ratio = 256.0;
@@ -99,8 +102,8 @@ struct SparseEncapsulationKeys {
   int hamming_weight = 32;
   HostSwitchKey dense_to_sparse;  // in low_context
   HostSwitchKey sparse_to_dense;  // in the main context
-  static SparseEncapsulationKeys generate(std::shared_ptr<const Context> context, const SecretKey& secret,
-                                          Csprng& rng, int hamming_weight = 32);
+  static SparseEncapsulationKeys generate(std::shared_ptr<const Context> context, const SecretKey& secret, Csprng& rng,
+                                          int hamming_weight = 32);
 };
 
 // The keys on the engine's backend, for Materials::sparse_encapsulation.
