@@ -6,9 +6,9 @@
 // the 2025 table at N = 2^16; below 2^16 the security check is waived and
 // the JSON says so: this layout fits the table from 2^16 on) with the
 // sparse-secret encapsulation. Not a test.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
   app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
   app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients");
-  app.add_flag("--arcsine", config.arcsine_correction, "end EvalMod with the arcsine correction (two more levels)");
+  app.add_flag("!--no-arcsine", config.arcsine_correction, "EvalMod without the arcsine correction (two fewer levels)");
+  app.add_flag("--horner-giants", config.horner_giants, "giant steps by Horner's rule: fewer rotation keys");
   std::string message = "random";
   app.add_option("--message", message, "random: parts uniform in [-1, 1]; constant: every slot 1")
       ->check(CLI::IsMember({"random", "constant"}));
@@ -200,7 +201,8 @@ int main(int argc, char** argv) {
                        {"eval_mod_levels", config.eval_mod_depth()},
                        {"slot_to_coeff_levels", config.slot_to_coeff_levels},
                        {"message_ratio", config.message_ratio},
-                       {"arcsine_correction", config.arcsine_correction}}},
+                       {"arcsine_correction", config.arcsine_correction},
+                       {"horner_giants", config.horner_giants}}},
                      {"message", message},
                      {"keys",
                       {{"rotation_keys", needs.rotation_steps.size()},

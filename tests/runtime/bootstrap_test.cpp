@@ -261,6 +261,22 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
   EXPECT_THROW(SparseEncapsulationKeys::generate(f.context, g.sk, f.rng), StateError);
 }
 
+// Horner giants: fewer Galois keys for the same precision.
+TEST_F(Bootstrap, HornerGiantsNeedFewerKeys) {
+  Fixture& f = *f_;
+  BootstrapConfig horner;
+  horner.horner_giants = true;
+  const KeyRequirements usual = Bootstrapper::required_keys(f.context);
+  const KeyRequirements fewer = Bootstrapper::required_keys(f.context, horner);
+  EXPECT_LT(fewer.galois_elements(*f.context).size(), usual.galois_elements(*f.context).size());
+  const RelinKey relin = f.relin_key();
+  const GaloisKeys galois = f.engine.upload_galois_keys(galois_keys_for(f, fewer));
+  const Bootstrapper bootstrapper(f.engine, relin, galois, horner);
+  const Message m = f.random_message(1.0);
+  const double error = max_error(m, f.decrypt(bootstrapper.bootstrap(f.encrypt(m, 0))));
+  EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+}
+
 TEST_F(Bootstrap, TheClearEvaluatorAgreesWithTheMessage) {
   Fixture& f = *f_;
   ProgramBuilder b(f.context, "bootstrap");

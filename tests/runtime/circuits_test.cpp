@@ -316,6 +316,33 @@ TEST_F(Circuits, EveryRotationHoistedWhenAsked) {
   EXPECT_THROW(lt.with_baby_step(0), InvalidArgumentError);
 }
 
+// A band of 2w - 1 diagonals around 0 at stride s (a merged group of FFT
+// stages): Horner giants need the keys for n1 s and the first giant only,
+// issue as many rotations (plus one at most), and give the same product.
+TEST_F(Circuits, HornerGiantsNeedFewerKeysForTheSameProduct) {
+  std::map<long, Slots> diagonals;
+  const long stride = 4;
+  for (long j = -15; j <= 15; ++j) diagonals[j * stride] = real_message(-1.0, 1.0);
+  const LinearTransform plain = LinearTransform::from_diagonals(diagonals, slots(), slots());
+  const LinearTransform horner = plain.with_horner_giants();
+  EXPECT_TRUE(horner.horner_giants());
+  EXPECT_FALSE(horner.with_horner_giants(false).horner_giants());
+  EXPECT_EQ(horner.baby_steps(), plain.baby_steps());
+  EXPECT_LE(horner.giant_steps().size(), 2u);
+  EXPECT_LT(horner.giant_steps().size(), plain.giant_steps().size());
+  EXPECT_LT(horner.rotation_steps().size(), plain.rotation_steps().size());
+  EXPECT_LE(horner.key_switches(), plain.key_switches() + 1);
+  const int top = f().context->max_level();
+  const Message xm = f().random_message(1.0);
+  ProgramBuilder b = builder(state_at(top));
+  const Outcome out = run(b, horner.apply(b, ValueRef{0}), xm, top);
+  const auto steps = horner.rotation_steps();
+  EXPECT_EQ(out.prepared.required_keys().rotation_steps, std::set<long>(steps.begin(), steps.end()));
+  EXPECT_EQ(out.state.level, top - 1);
+  EXPECT_LT(max_error(plain.apply_clear(xm), out.clear), 1e-12);
+  EXPECT_LT(max_error(out.clear, out.decrypted), 1e-5);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearTransformCircuit,
                          ::testing::Values(MatrixCase{1, 1}, MatrixCase{4, 4}, MatrixCase{16, 16}, MatrixCase{64, 64},
                                            MatrixCase{3, 5}, MatrixCase{10, 4}, MatrixCase{32, 20}),

@@ -60,13 +60,14 @@ ValueRef unit(ProgramBuilder& b, const std::string& name, std::complex<double> v
 // integers equally large (CoeffToSlot's factor of about 2^-25 in one matrix
 // would leave its diagonals 25 bits of precision fewer than the others').
 ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Diagonals>& matrices, double factor,
-                   const std::string& name, double output_scale) {
+                   const std::string& name, double output_scale, bool horner_giants) {
   const double count = static_cast<double>(matrices.size());
   const double input_scale = b.state(x).scale;
   const std::size_t slots = b.context()->ring_degree() / 2;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     const LinearTransform t =
-        LinearTransform::from_diagonals(scaled(matrices[i], std::pow(factor, 1.0 / count)), slots, slots);
+        LinearTransform::from_diagonals(scaled(matrices[i], std::pow(factor, 1.0 / count)), slots, slots)
+            .with_horner_giants(horner_giants);
     const bool last = i + 1 == matrices.size();
     const double scale =
         last ? output_scale : input_scale * std::pow(output_scale / input_scale, static_cast<double>(i + 1) / count);
@@ -151,7 +152,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   const int eval_level = context.max_level() - config.coeff_to_slot_levels;
   const double eval_scale = detail::prime(b, eval_level);
   v = apply_all(b, v, coeff_to_slot_matrices(context.ring_degree(), slots, config.coeff_to_slot_levels),
-                delta / (2.0 * q0 * interval), "coeff_to_slot", eval_scale);
+                delta / (2.0 * q0 * interval), "coeff_to_slot", eval_scale, config.horner_giants);
   const ValueRef conjugated = b.conjugate(v);
   const ValueRef real = b.add(v, conjugated);
   const ValueRef imaginary = b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0}));
@@ -166,7 +167,8 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   at.slot_to_coeff = b.node_count();
   v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
   v = apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
-                q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale);
+                q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale,
+                config.horner_giants);
   at.end = b.node_count();
   return v;
 }

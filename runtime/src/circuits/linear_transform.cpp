@@ -23,10 +23,51 @@ Split split(const std::vector<long>& diagonals, long n1) {
   return s;
 }
 
+// Horner's rule over the giants that have a group: they are visited
+// cyclically ascending from the one after the largest gap, so that the steps
+// between consecutive ones are small (and mostly equal); steps are signed,
+// in (-period/2, period/2].
+struct HornerPlan {
+  std::vector<long> order;
+  std::vector<long> between;  // between[i]: from order[i] to order[i + 1]
+  long first = 0;             // the final rotation, to order[0]
+};
+
+long signed_step(long step, long period) {
+  step = ((step % period) + period) % period;
+  return step > period / 2 ? step - period : step;
+}
+
+HornerPlan horner_plan(const std::set<long>& giants, long period) {
+  HornerPlan plan;
+  std::vector<long> sorted(giants.begin(), giants.end());
+  std::size_t start = 0;
+  long widest = -1;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const long previous = i == 0 ? sorted.back() - period : sorted[i - 1];
+    if (sorted[i] - previous > widest) {
+      widest = sorted[i] - previous;
+      start = i;
+    }
+  }
+  for (std::size_t i = 0; i < sorted.size(); ++i) plan.order.push_back(sorted[(start + i) % sorted.size()]);
+  for (std::size_t i = 0; i + 1 < plan.order.size(); ++i) {
+    plan.between.push_back(signed_step(plan.order[i + 1] - plan.order[i], period));
+  }
+  plan.first = signed_step(plan.order.front(), period);
+  return plan;
+}
+
+// The giants (k - k mod n1) of the diagonals, zero included.
+std::set<long> giants_of(const std::vector<long>& diagonals, long n1) {
+  std::set<long> out;
+  for (long k : diagonals) out.insert(k - k % n1);
+  return out;
+}
+
 std::size_t checked_period(std::size_t period, std::size_t slots) {
   if (!detail::is_power_of_two(slots)) {
-    throw InvalidArgumentError("linear transform: slot count " + std::to_string(slots) +
-                               " is not a power of two");
+    throw InvalidArgumentError("linear transform: slot count " + std::to_string(slots) + " is not a power of two");
   }
   if (!detail::is_power_of_two(period) || period > slots) {
     throw InvalidArgumentError("linear transform: period " + std::to_string(period) +
@@ -56,8 +97,8 @@ long best_baby_step(const std::vector<long>& diagonals, std::size_t period) {
   return best;
 }
 
-LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t input_period,
-                                 std::size_t output_period, std::size_t slots)
+LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t input_period, std::size_t output_period,
+                                 std::size_t slots)
     : input_period_(checked_period(input_period, slots)),
       output_period_(checked_period(output_period, slots)),
       slots_(slots) {
@@ -72,7 +113,8 @@ LinearTransform::LinearTransform(std::map<long, Slots> diagonals, std::size_t in
     bool zero = true;
     for (const auto& v : values) {
       if (!std::isfinite(v.real()) || !std::isfinite(v.imag())) {
-        throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) + " has a value that is not finite");
+        throw InvalidArgumentError("linear transform: diagonal " + std::to_string(k) +
+                                   " has a value that is not finite");
       }
       zero = zero && v == std::complex<double>{};
     }
@@ -153,15 +195,34 @@ std::vector<long> LinearTransform::baby_steps() const {
 }
 
 std::vector<long> LinearTransform::giant_steps() const {
-  const Split s = split(diagonal_indices(), baby_);
-  return {s.giant.begin(), s.giant.end()};
+  if (!horner_) {
+    const Split s = split(diagonal_indices(), baby_);
+    return {s.giant.begin(), s.giant.end()};
+  }
+  const HornerPlan plan = horner_plan(giants_of(diagonal_indices(), baby_), static_cast<long>(period()));
+  std::set<long> steps(plan.between.begin(), plan.between.end());
+  if (plan.first != 0) steps.insert(plan.first);
+  return {steps.begin(), steps.end()};
 }
 
 std::vector<long> LinearTransform::rotation_steps() const {
-  const Split s = split(diagonal_indices(), baby_);
-  std::set<long> all = s.baby;
-  all.insert(s.giant.begin(), s.giant.end());
+  std::set<long> all;
+  for (long s : baby_steps()) all.insert(s);
+  for (long s : giant_steps()) all.insert(s);
   return {all.begin(), all.end()};
+}
+
+std::size_t LinearTransform::key_switches() const {
+  const std::size_t babies = baby_steps().size();
+  if (!horner_) return babies + giant_steps().size();
+  const HornerPlan plan = horner_plan(giants_of(diagonal_indices(), baby_), static_cast<long>(period()));
+  return babies + plan.between.size() + (plan.first != 0 ? 1 : 0);
+}
+
+LinearTransform LinearTransform::with_horner_giants(bool horner) const {
+  LinearTransform out = *this;
+  out.horner_ = horner;
+  return out;
 }
 
 Slots LinearTransform::pack(const Slots& x) const {
@@ -208,15 +269,29 @@ ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string
   std::map<long, std::vector<long>> groups;  // giant -> its diagonals
   for (const auto& [k, values] : diagonals_) groups[k - k % baby_].push_back(k);
 
-  std::vector<ValueRef> parts;
-  for (const auto& [giant, ks] : groups) {
+  // P_g = sum of rot(diag_k, -g) * rot(x, k mod n1) over the group of g.
+  const auto group_sum = [&](long giant) {
     std::vector<ValueRef> terms;
-    for (long k : ks) {
+    for (long k : groups.at(giant)) {
       const ValueRef diagonal =
           b.constant(b.fresh_name(name + "_" + std::to_string(k)), pre_rotated(k, giant), diagonal_scale);
       terms.push_back(b.multiply_plain(rotated.at(k % baby_), diagonal));
     }
-    ValueRef group = terms.size() == 1 ? terms[0] : b.sum(terms);
+    return terms.size() == 1 ? terms[0] : b.sum(terms);
+  };
+  if (horner_) {
+    std::set<long> giants;
+    for (const auto& [giant, ks] : groups) giants.insert(giant);
+    const HornerPlan plan = horner_plan(giants, static_cast<long>(period()));
+    ValueRef acc = group_sum(plan.order.back());
+    for (std::size_t i = plan.order.size() - 1; i-- > 0;) {
+      acc = b.add(b.rotate(acc, plan.between[i]), group_sum(plan.order[i]));
+    }
+    return b.rescale(plan.first == 0 ? acc : b.rotate(acc, plan.first));
+  }
+  std::vector<ValueRef> parts;
+  for (const auto& [giant, ks] : groups) {
+    const ValueRef group = group_sum(giant);
     parts.push_back(giant == 0 ? group : b.rotate(group, giant));
   }
   return b.rescale(parts.size() == 1 ? parts[0] : b.sum(parts));

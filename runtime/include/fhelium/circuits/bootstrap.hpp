@@ -60,6 +60,10 @@ struct BootstrapConfig {
   // The ephemeral secret's Hamming weight under the sparse-secret
   // encapsulation (SparseEncapsulationKeys sets it): K = (h + 1) / 2.
   int ephemeral_hamming_weight = 32;
+  // The transforms sum their giant groups by Horner's rule
+  // (LinearTransform::with_horner_giants): fewer rotation keys, the same
+  // rotations, a longer chain of dependent key switches.
+  bool horner_giants = false;
   std::optional<double> output_scale;  // default: the context's scale
 
   // Levels consumed: coeff_to_slot_levels + EvalMod + slot_to_coeff_levels.

@@ -12,7 +12,10 @@
 //
 // The baby rotations of x are hoisted (one decomposition of x for all of
 // them); the diagonals are pre-rotated by -g so that one giant rotation
-// serves each group. Zero diagonals are skipped, and n1 is chosen for the
+// serves each group. With Horner giants (with_horner_giants()) the groups
+// are summed as rot(P_g0 + rot(P_g1 + ..., g1 - g0), g0): as many giant
+// rotations, but their steps are the differences between consecutive giants
+// (usually the single step n1) instead of every giant, so fewer keys. Zero diagonals are skipped, and n1 is chosen for the
 // given set of diagonals to minimise the rotations (baby + giant, each a key
 // switch; on a tie, fewer giant ones, which are not hoisted).
 //
@@ -58,12 +61,18 @@ class LinearTransform {
   // The same transform with the baby step n1 (1 <= n1 <= input period)
   // instead of the chosen one: n1 = input period hoists every rotation.
   LinearTransform with_baby_step(long n1) const;
-  // Non-zero rotation steps: the hoisted baby ones and the giant ones.
+  // The same transform with its groups summed by Horner's rule (fewer keys,
+  // as many rotations); with_horner_giants(false) undoes it.
+  LinearTransform with_horner_giants(bool horner = true) const;
+  bool horner_giants() const { return horner_; }
+  // Non-zero rotation steps: the hoisted baby ones and the giant ones (with
+  // Horner giants: the steps between consecutive giants and to the first).
   std::vector<long> baby_steps() const;
   std::vector<long> giant_steps() const;
-  // Every rotation key apply() needs (the union), and their count.
+  // Every rotation key apply() needs (the union).
   std::vector<long> rotation_steps() const;
-  std::size_t key_switches() const { return baby_steps().size() + giant_steps().size(); }
+  // The rotations apply() issues: hoisted baby ones plus giant ones.
+  std::size_t key_switches() const;
 
   // y = M x. Constants are named from `name` ("<name>_<k>"). One level;
   // the result has x's scale exactly, or `output_scale`.
@@ -86,6 +95,7 @@ class LinearTransform {
   std::size_t output_period_ = 0;
   std::size_t slots_ = 0;
   long baby_ = 1;
+  bool horner_ = false;
   std::size_t period() const { return std::max(input_period_, output_period_); }
 };
 
