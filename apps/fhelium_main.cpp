@@ -10,6 +10,7 @@
 #include "bench_command.hpp"
 #include "client_commands.hpp"
 #include "demo.hpp"
+#include "fhelium/circuits/bootstrap.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/params.hpp"
@@ -34,18 +35,35 @@ std::string size_text(double bytes) {
 }
 
 int list_presets() {
-  std::printf("%-30s %7s %6s %6s %3s %3s %6s %9s %6s %7s\n", "preset", "N", "slots", "levels", "Q", "P", "digits",
+  std::printf("%-38s %7s %6s %6s %3s %3s %6s %9s %6s %7s\n", "preset", "N", "slots", "levels", "Q", "P", "digits",
               "log2(QP)", "budget", "margin");
   for (const auto& n : preset_names()) {
     const auto ctx = Context::create(preset(n));
     const auto budget = max_log_qp(ctx->params().secret, ctx->params().security_bits, ctx->ring_degree());
-    std::printf("%-30s %7llu %6llu %6d %3zu %3zu %6d %9.1f %6d %7.1f\n", n.c_str(),
+    std::printf("%-38s %7llu %6llu %6d %3zu %3zu %6d %9.1f %6d %7.1f\n", n.c_str(),
                 static_cast<unsigned long long>(ctx->ring_degree()),
                 static_cast<unsigned long long>(ctx->ring_degree() / 2), ctx->max_level(), ctx->q().size(),
                 ctx->p().size(), ctx->key_digits(), ctx->log_qp(), budget.value_or(0),
                 budget.value_or(0) - ctx->log_qp());
   }
   return 0;
+}
+
+// The bootstrap's level budget and keys, for a bootstrapping preset.
+void describe_bootstrap(const std::string& name, const std::shared_ptr<const Context>& ctx, double key_bytes) {
+  const std::string suffix = "_bootstrap";
+  if (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return;
+  const circuits::BootstrapConfig config;
+  const runtime::KeyRequirements keys = circuits::Bootstrapper::required_keys(ctx, config);
+  const std::size_t galois = keys.galois_elements(*ctx).size();
+  std::printf("  bootstrapping (circuits::Bootstrapper, default configuration): %d levels from the top level\n"
+              "    CoeffToSlot %d, EvalMod %d, SlotToCoeff %d; %d levels left at scale 2^%.0f\n",
+              config.depth(), config.coeff_to_slot_levels, config.eval_mod_depth(), config.slot_to_coeff_levels,
+              ctx->max_level() - config.depth(), std::log2(ctx->params().scale));
+  std::printf("    keys: relinearization, %zu Galois (%zu rotations%s) and the sparse-secret encapsulation's two:\n"
+              "    about %s\n",
+              galois, keys.rotation_steps.size(), keys.conjugation ? " and conjugation" : "",
+              size_text(key_bytes * static_cast<double>(1 + galois + 1)).c_str());
 }
 
 int describe_preset(const std::string& name) {
@@ -88,6 +106,7 @@ int describe_preset(const std::string& name) {
       "    relinearization + %d power-of-two rotations (both directions) %s\n",
       size_text(key).c_str(), size_text(key).c_str(), ctx->key_limbs(), 2 * log_slots,
       size_text(key * (1 + 2 * log_slots)).c_str());
+  describe_bootstrap(name, ctx, key);
   return 0;
 }
 

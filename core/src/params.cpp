@@ -16,10 +16,16 @@ struct PresetShape {
   int levels;
   int special_count;
   int special_bits;
+  // Bootstrapping presets: the primes a bootstrap consumes, above the
+  // levels (circuits::bootstrap_parameters with the default configuration:
+  // SlotToCoeff's 3 of scale_bits, EvalMod's 10 and CoeffToSlot's 3 of 60).
+  int bootstrap_scale_primes = 0;
+  int bootstrap_wide_primes = 0;
 };
 
 // The int64 family. Every preset passes the 128-bit ternary budget:
-// log2(QP) = first + levels * scale + special_count * special_bits.
+// log2(QP) = first + levels * scale + special_count * special_bits (+ the
+// bootstrap's primes).
 const std::map<std::string, PresetShape>& presets() {
   static const std::map<std::string, PresetShape> table = {
       {"slots8192_scale30_levels7", {14, 50, 30, 7, 1, 50}},       // 310 <= 430
@@ -31,6 +37,7 @@ const std::map<std::string, PresetShape>& presets() {
       {"slots32768_scale30_levels34", {16, 50, 30, 34, 4, 50}},    // 1270 <= 1747
       {"slots32768_scale40_levels34", {16, 60, 40, 34, 4, 60}},    // 1660 <= 1747
       {"slots32768_scale50_levels28", {16, 60, 50, 28, 4, 60}},    // 1700 <= 1747
+      {"slots32768_scale40_levels10_bootstrap", {16, 60, 40, 10, 6, 60, 3, 13}},  // 1720 <= 1747
   };
   return table;
 }
@@ -75,7 +82,8 @@ CkksParameters preset(const std::string& name) {
   CkksParameters p;
   p.log_ring_degree = s.log_n;
   p.q_bits.push_back(s.first_bits);
-  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.levels), s.scale_bits);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.levels + s.bootstrap_scale_primes), s.scale_bits);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.bootstrap_wide_primes), 60);
   p.p_bits.assign(static_cast<std::size_t>(s.special_count), s.special_bits);
   p.scale = std::ldexp(1.0, s.scale_bits);
   return p;

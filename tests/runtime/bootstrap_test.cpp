@@ -88,6 +88,11 @@ TEST(BootstrapParameters, TheN16LayoutIsWithinTheSecurityTable) {
   const auto context = Context::create(p);
   EXPECT_NEAR(context->log_qp(), 1720.0, 1.0);
   EXPECT_THROW(Context::create(bootstrap_parameters(15, 1)), SecurityError);
+  // The named preset is this layout.
+  const CkksParameters named = preset("slots32768_scale40_levels10_bootstrap");
+  EXPECT_EQ(named.q_bits, p.q_bits);
+  EXPECT_EQ(named.p_bits, p.p_bits);
+  EXPECT_EQ(named.scale, p.scale);
 }
 
 TEST(KeySwitch, MovesTheMessageToAnotherSecret) {

@@ -34,7 +34,9 @@ struct CkksParameters {
 };
 
 // Named presets mirroring the Python FHElium int64 family, e.g.
-// "slots8192_scale40_levels7". Throws ParameterError for an unknown name.
+// "slots8192_scale40_levels7", and "slots32768_scale40_levels10_bootstrap"
+// (the layout of circuits::bootstrap_parameters(16, 10): 10 levels left
+// after a bootstrap). Throws ParameterError for an unknown name.
 CkksParameters preset(const std::string& name);
 std::vector<std::string> preset_names();
 
