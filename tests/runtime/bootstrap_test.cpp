@@ -238,7 +238,10 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
   auto run_on = [&](const Engine& engine) {
     const RelinKey relin_key = engine.upload_relinearization_key(relin);
     const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
-    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, keys);
+    // Moved, and the original gone: the program's borrowed keys stay valid.
+    std::optional<Bootstrapper> made(std::in_place, engine, relin_key, galois_keys, keys);
+    const Bootstrapper bootstrapper = std::move(*made);
+    made.reset();
     EXPECT_EQ(bootstrapper.output_level(), 2);
     // Without the encapsulation keys a dense secret cannot link; the error names them.
     try {

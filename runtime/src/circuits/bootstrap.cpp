@@ -270,7 +270,8 @@ Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const SparseEncapsulationKeys& encapsulation, const BootstrapConfig& config,
                            std::optional<double> input_scale)
-    : engine_(&engine), encapsulation_(upload(engine, encapsulation)) {
+    : engine_(&engine),
+      encapsulation_(std::make_shared<const runtime::SparseEncapsulation>(upload(engine, encapsulation))) {
   BootstrapConfig with_weight = config;
   with_weight.ephemeral_hamming_weight = encapsulation.hamming_weight;
   link_program(relinearization_key, galois_keys, with_weight, input_scale);
@@ -282,7 +283,7 @@ void Bootstrapper::link_program(const RelinKey& relinearization_key, const Galoi
   runtime::Materials materials;
   materials.relinearization_key = &relinearization_key;
   materials.galois_keys = &galois_keys;
-  if (encapsulation_.low_engine) materials.sparse_encapsulation = &encapsulation_;
+  materials.sparse_encapsulation = encapsulation_.get();
   for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
   executable_ = runtime::link(b.prepare(), *engine_, materials);
 }

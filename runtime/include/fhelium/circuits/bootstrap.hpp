@@ -169,7 +169,8 @@ class Bootstrapper {
                     std::optional<double> input_scale);
 
   const Engine* engine_;
-  runtime::SparseEncapsulation encapsulation_;  // empty without the encapsulation
+  // Held by pointer so that the Executable's borrowed address survives a move.
+  std::shared_ptr<const runtime::SparseEncapsulation> encapsulation_;  // null without the encapsulation
   runtime::Executable executable_;
   BootstrapStages stages_;
 };
