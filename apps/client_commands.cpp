@@ -89,6 +89,7 @@ std::vector<double> read_values(const std::string& path) {
 int run_keygen(const KeygenOptions& options) {
   std::shared_ptr<const Context> context;
   bool relinearization = true;
+  bool encapsulation = false;
   std::set<std::uint32_t> elements;
   if (!options.pipeline.empty()) {
     const runtime::PipelineSpec spec = runtime::load_pipeline(options.pipeline);
@@ -99,11 +100,7 @@ int run_keygen(const KeygenOptions& options) {
                                  "' (fingerprints " + to_hex(context_fingerprint(*context), 8) + " and " +
                                  to_hex(context_fingerprint(*plan.context), 8) + ")");
     }
-    if (plan.sparse_encapsulation) {
-      throw InvalidArgumentError("'" + options.pipeline +
-                                 "' bootstraps under a dense secret, and the sparse-secret encapsulation keys "
-                                 "cannot be saved yet: run the pipeline in one process (fhelium run without --keys)");
-    }
+    encapsulation = plan.sparse_encapsulation;
     relinearization = plan.relinearization_key;
     elements = runtime::galois_elements(plan);
   } else {
@@ -137,6 +134,11 @@ int run_keygen(const KeygenOptions& options) {
     for (std::uint32_t e : elements) galois.push_back(keygen.galois_key(sk, e));
     save_galois_keys_file((dir / folder::galois_keys).string(), *context, galois, save);
     report_file(dir / folder::galois_keys, (std::to_string(elements.size()) + " Galois keys").c_str());
+  }
+  if (encapsulation) {
+    save_sparse_encapsulation_keys_file((dir / folder::sparse_encapsulation_keys).string(), *context,
+                                        SparseEncapsulationKeys::generate(context, sk, rng), save);
+    report_file(dir / folder::sparse_encapsulation_keys, "encapsulation keys");
   }
   std::printf("the server needs every file but %s\n", folder::secret_key);
   return 0;

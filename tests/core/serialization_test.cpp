@@ -290,6 +290,70 @@ TEST_F(SerializationTest, GaloisKeysLoadOneAtATimeAndWorkInTheEngine) {
   }
 }
 
+TEST_F(SerializationTest, SparseEncapsulationKeysRoundTripSeededAndWhole) {
+  const SparseEncapsulationKeys keys = SparseEncapsulationKeys::generate(f.context, f.sk, f.rng, 12);
+  ASSERT_TRUE(keys.dense_to_sparse.a_seed && keys.sparse_to_dense.a_seed);
+  SparseEncapsulationKeys whole_keys = keys;
+  whole_keys.dense_to_sparse.a_seed.reset();  // one key without its seed: both are stored whole
+  const SparseEncapsulationKeys& whole = whole_keys;
+  std::size_t sizes[2] = {};
+  for (const SparseEncapsulationKeys* k : {&keys, &whole}) {
+    for (bool compress : {false, true}) {
+      SCOPED_TRACE(std::string(k == &keys ? "seeded" : "whole") + (compress ? ", compressed" : ""));
+      const std::string bytes = saved([&](std::ostream& out) {
+        save_sparse_encapsulation_keys(out, ctx, *k, SaveOptions{compress, 3});
+      });
+      if (!compress) sizes[k == &keys ? 0 : 1] = bytes.size();
+      auto in = input(bytes);
+      const SparseEncapsulationKeys loaded = load_sparse_encapsulation_keys(in, ctx);
+      EXPECT_EQ(loaded.hamming_weight, 12);
+      EXPECT_EQ(context_fingerprint(*loaded.low_context), context_fingerprint(*keys.low_context));
+      EXPECT_EQ(loaded.dense_to_sparse.data, keys.dense_to_sparse.data);
+      EXPECT_EQ(loaded.sparse_to_dense.data, keys.sparse_to_dense.data);
+      EXPECT_EQ(loaded.dense_to_sparse.context_id, loaded.low_context->id());
+      EXPECT_EQ(loaded.sparse_to_dense.context_id, ctx.id());
+      EXPECT_EQ(loaded.sparse_to_dense.a_seed.has_value(), k == &keys);
+    }
+  }
+  EXPECT_LE(static_cast<double>(sizes[0]), 0.52 * static_cast<double>(sizes[1]));
+}
+
+TEST_F(SerializationTest, SparseEncapsulationKeysRefuseBadInput) {
+  SparseEncapsulationKeys keys = SparseEncapsulationKeys::generate(f.context, f.sk, f.rng, 12);
+  const std::string bytes = saved([&](std::ostream& out) { save_sparse_encapsulation_keys(out, ctx, keys); });
+  {  // The Hamming weight (header entries) zero or beyond N.
+    for (std::uint32_t h : {0u, static_cast<std::uint32_t>(ctx.ring_degree() + 1)}) {
+      std::string bad = bytes;
+      put(bad, 68, h);
+      reseal(bad);
+      auto in = input(bad);
+      EXPECT_CONTAINS(error_of<FormatError>([&] { load_sparse_encapsulation_keys(in, ctx); }),
+                      "Hamming weight of " + std::to_string(h));
+    }
+  }
+  {  // Another context.
+    Fixture other(small_params(11, 4, 2));
+    auto in = input(bytes);
+    EXPECT_CONTAINS(error_of<StateError>([&] { load_sparse_encapsulation_keys(in, *other.context); }),
+                    to_hex(context_fingerprint(ctx), 8));
+  }
+  {  // A residue at its prime in the second key is named as the key back.
+    keys.sparse_to_dense.a_seed.reset();
+    keys.dense_to_sparse.a_seed.reset();
+    keys.sparse_to_dense.data[3] = ctx.key_modulus(0).value;
+    auto in = input(saved([&](std::ostream& out) { save_sparse_encapsulation_keys(out, ctx, keys); }));
+    EXPECT_CONTAINS(error_of<FormatError>([&] { load_sparse_encapsulation_keys(in, ctx); }),
+                    "the key back, digit 0 b, key limb 0");
+  }
+  {  // A relinearization key where the encapsulation keys are expected.
+    auto in = input(saved([&](std::ostream& out) {
+      save_relinearization_key(out, ctx, f.keygen.relinearization_key(f.sk));
+    }));
+    EXPECT_CONTAINS(error_of<FormatError>([&] { load_sparse_encapsulation_keys(in, ctx); }),
+                    "expected sparse-secret encapsulation keys, but the input holds a relinearization key");
+  }
+}
+
 TEST_F(SerializationTest, SecretKeyRoundTrips) {
   const std::string bytes = saved([&](std::ostream& out) { save_secret_key_unprotected(out, ctx, f.sk); });
   EXPECT_EQ(bytes.size(), header_size + ctx.ring_degree() + 8);
@@ -354,6 +418,7 @@ TEST(SerializationCorpus, CommittedFuzzSeedsLoad) {
       {"relinearization_key", [&](std::istream& in) { load_relinearization_key(in, ctx); }},
       {"galois_keys", [&](std::istream& in) { GaloisKeyFile(in, ctx).load_all(); }},
       {"secret_key", [&](std::istream& in) { load_secret_key(in, ctx); }},
+      {"sparse_encapsulation_keys", [&](std::istream& in) { load_sparse_encapsulation_keys(in, ctx); }},
   };
   for (const auto& [kind, load] : loaders) {
     int seeds = 0;

@@ -71,6 +71,9 @@ void load(std::istream& in, const Context& ctx) {
     case ObjectKind::secret_key:
       (void)load_secret_key(in, ctx);
       break;
+    case ObjectKind::sparse_encapsulation_keys:
+      (void)load_sparse_encapsulation_keys(in, ctx);
+      break;
   }
 }
 

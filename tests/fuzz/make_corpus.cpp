@@ -106,6 +106,13 @@ int main(int argc, char** argv) {
     write("galois_keys", "empty", [&](std::ostream& o) { save_galois_keys(o, ctx, {}); });
 
     write("secret_key", "ternary", [&](std::ostream& o) { save_secret_key_unprotected(o, ctx, sk); });
+
+    SparseEncapsulationKeys encapsulation = SparseEncapsulationKeys::generate(context, sk, rng, 8);
+    write("sparse_encapsulation_keys", "seeded",
+          [&](std::ostream& o) { save_sparse_encapsulation_keys(o, ctx, encapsulation); });
+    encapsulation.sparse_to_dense.a_seed.reset();
+    write("sparse_encapsulation_keys", "whole_zstd",
+          [&](std::ostream& o) { save_sparse_encapsulation_keys(o, ctx, encapsulation, zstd); });
   } catch (const std::exception& e) {
     std::cerr << "fhelium_fuzz_corpus: " << e.what() << "\n";
     return 1;

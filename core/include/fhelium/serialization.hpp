@@ -24,6 +24,7 @@
 #include "fhelium/context.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/keys.hpp"
+#include "fhelium/sparse_encapsulation.hpp"
 #include "fhelium/value.hpp"
 
 namespace fhelium {
@@ -36,6 +37,7 @@ enum class ObjectKind : std::uint16_t {
   relinearization_key = 5,
   galois_keys = 6,
   secret_key = 7,
+  sparse_encapsulation_keys = 8,
 };
 
 std::string to_string(ObjectKind kind);
@@ -126,6 +128,13 @@ class GaloisKeyFile {
   std::uint64_t next_offset_ = 0;    // entry offset at the stream's position
 };
 
+// The sparse-secret encapsulation's two switching keys (bootstrapping under a
+// dense secret) in one object; the loader rebuilds their low context from
+// the caller's. Evaluation keys: no secret is stored.
+void save_sparse_encapsulation_keys(std::ostream& out, const Context& context, const SparseEncapsulationKeys& keys,
+                                    SaveOptions options = {});
+SparseEncapsulationKeys load_sparse_encapsulation_keys(std::istream& in, const Context& context);
+
 // The secret key in the clear: the names say so. The coefficients are stored
 // (N bytes); loading recomputes the key's NTT forms. The file variant creates
 // the file with mode 0600 and refuses to overwrite a file that is not a
@@ -155,5 +164,8 @@ void save_galois_keys_file(const std::string& path, const Context& context, std:
                            SaveOptions options = {});
 std::vector<HostSwitchKey> load_galois_keys_file(const std::string& path, const Context& context);
 SecretKey load_secret_key_file(const std::string& path, const Context& context);
+void save_sparse_encapsulation_keys_file(const std::string& path, const Context& context,
+                                         const SparseEncapsulationKeys& keys, SaveOptions options = {});
+SparseEncapsulationKeys load_sparse_encapsulation_keys_file(const std::string& path, const Context& context);
 
 }  // namespace fhelium

@@ -108,4 +108,14 @@ SecretKey load_secret_key_file(const std::string& path, const Context& context) 
   return load_secret_key(in, context);
 }
 
+void save_sparse_encapsulation_keys_file(const std::string& path, const Context& context,
+                                         const SparseEncapsulationKeys& keys, SaveOptions options) {
+  save_file(path, [&](std::ostream& out) { save_sparse_encapsulation_keys(out, context, keys, options); });
+}
+
+SparseEncapsulationKeys load_sparse_encapsulation_keys_file(const std::string& path, const Context& context) {
+  auto in = open_input(path);
+  return load_sparse_encapsulation_keys(in, context);
+}
+
 }  // namespace fhelium

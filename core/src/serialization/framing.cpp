@@ -72,7 +72,8 @@ std::string with_article(ObjectKind kind) {
     case ObjectKind::galois_keys:
       return "Galois keys";
     case ObjectKind::parameters:
-      return "parameters";
+    case ObjectKind::sparse_encapsulation_keys:
+      return to_string(kind);
     default:
       return "a " + to_string(kind);
   }
@@ -194,10 +195,10 @@ ReadHeader read_header(Input& in, std::optional<ObjectKind> expected) {
   h.stored_bytes = load_le<std::uint64_t>(&r.bytes[80]);
 
   if (h.kind < static_cast<std::uint16_t>(ObjectKind::parameters) ||
-      h.kind > static_cast<std::uint16_t>(ObjectKind::secret_key)) {
+      h.kind > static_cast<std::uint16_t>(ObjectKind::sparse_encapsulation_keys)) {
     throw FormatError("object kind " + std::to_string(h.kind) +
-                      " is unknown: expected 1..7 (parameters, plaintext, ciphertext, public key, relinearization "
-                      "key, Galois keys, secret key)");
+                      " is unknown: expected 1..8 (parameters, plaintext, ciphertext, public key, relinearization "
+                      "key, Galois keys, secret key, sparse-secret encapsulation keys)");
   }
   if (expected && h.object_kind() != *expected) {
     throw FormatError("expected " + with_article(*expected) + ", but the input holds " + with_article(h.object_kind()) +
@@ -275,6 +276,8 @@ std::string to_string(ObjectKind kind) {
       return "Galois keys";
     case ObjectKind::secret_key:
       return "secret key";
+    case ObjectKind::sparse_encapsulation_keys:
+      return "sparse-secret encapsulation keys";
   }
   return "object kind " + std::to_string(static_cast<int>(kind));
 }

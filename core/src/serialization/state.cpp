@@ -79,7 +79,9 @@ void check_key_state(const Header& h, const Context& context, std::uint32_t digi
     throw FormatError(what + " has the state " + s.describe() + ", expected a key's " + key_state(context).describe());
   }
   expect_field("digits", h.digits, digits, what);
-  if (h.object_kind() != ObjectKind::galois_keys) expect_field("entries", h.entries, 0, what);
+  if (h.object_kind() != ObjectKind::galois_keys && h.object_kind() != ObjectKind::sparse_encapsulation_keys) {
+    expect_field("entries", h.entries, 0, what);
+  }
 }
 
 void check_no_state(const Header& h, const std::string& what) {

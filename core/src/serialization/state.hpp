@@ -24,7 +24,8 @@ ValueState value_state(const Header& header, const Context& context, int min_com
 // The state every key has: top level, NTT domain, basis QP, two components, scale 1.
 ValueState key_state(const Context& context);
 // A key header: key_state and `digits` (0 for a public key), no entries
-// except for a Galois key set, whose entries are its caller's to check.
+// except for a Galois key set and the encapsulation keys, whose entries are
+// their caller's to check.
 void check_key_state(const Header& header, const Context& context, std::uint32_t digits, const std::string& what);
 
 // Parameters and secret keys have no value state: every state field is zero.

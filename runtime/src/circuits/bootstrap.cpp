@@ -10,7 +10,6 @@
 #include "fhelium/circuits/polynomial.hpp"
 #include "fhelium/circuits/special_fft.hpp"
 #include "fhelium/error.hpp"
-#include "fhelium/random.hpp"
 
 namespace fhelium::circuits {
 namespace {
@@ -208,37 +207,6 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config,
   v = from_raised(b, v, config, delta, up, bound, at);
   if (stages) *stages = at;
   return v;
-}
-
-SparseEncapsulationKeys SparseEncapsulationKeys::generate(std::shared_ptr<const Context> context,
-                                                          const SecretKey& secret, Csprng& rng, int hamming_weight) {
-  const Context& ctx = *context;
-  if (ctx.params().hamming_weight != 0) {
-    throw InvalidArgumentError("sparse-secret encapsulation: the context's secret is already sparse (hamming_weight " +
-                               std::to_string(ctx.params().hamming_weight) + "), expected a dense one");
-  }
-  if (ctx.special_count() < 1) {
-    throw InvalidArgumentError("sparse-secret encapsulation: the context has no special prime, expected one or more");
-  }
-  SparseEncapsulationKeys keys;
-  keys.hamming_weight = hamming_weight;
-  // The low context: q_0 and the first special prime only, so the key that
-  // the sparse secret protects is an RLWE sample modulo q_0 p_0.
-  CkksParameters low = ctx.params();
-  low.q_bits = {low.q_bits.front()};
-  low.p_bits = {low.p_bits.front()};
-  keys.low_context = Context::create_with_primes(low, {ctx.q().front().value}, {ctx.p().front().value});
-
-  std::vector<std::int8_t> sparse = sample_sparse_ternary(rng, ctx.ring_degree(), hamming_weight);
-  {
-    const SecretKey dense_low = make_secret_key(*keys.low_context, secret.coefficients());
-    const SecretKey sparse_low = make_secret_key(*keys.low_context, sparse);
-    keys.dense_to_sparse = KeyGenerator(keys.low_context, rng).switching_key(dense_low, sparse_low);
-  }
-  const SecretKey sparse_main = make_secret_key(ctx, sparse);
-  std::fill(sparse.begin(), sparse.end(), std::int8_t{0});
-  keys.sparse_to_dense = KeyGenerator(std::move(context), rng).switching_key(sparse_main, secret);
-  return keys;
 }
 
 runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Context> context,

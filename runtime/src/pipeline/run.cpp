@@ -160,10 +160,6 @@ class Runner {
   // The server side: exactly the evaluation keys the plan needs, from the key folder.
   void load_keys() {
     const auto start = Clock::now();
-    if (c_.plan.sparse_encapsulation) {
-      throw Error("the pipeline bootstraps under a dense secret, and the sparse-secret encapsulation keys cannot "
-                  "be saved to a key folder yet: run it in one process (without --keys)");
-    }
     const std::filesystem::path dir(server()->keys_dir);
     if (c_.plan.relinearization_key) {
       const HostSwitchKey key =
@@ -182,6 +178,12 @@ class Runner {
     }
     for (const HostSwitchKey& key : galois) report_.key_bytes += key.data.size() * sizeof(u64);
     gk_ = engine_->upload_galois_keys(galois);
+    if (c_.plan.sparse_encapsulation) {
+      const auto keys = load_sparse_encapsulation_keys_file((dir / key_folder::sparse_encapsulation_keys).string(),
+                                                            *context_);
+      report_.key_bytes += (keys.dense_to_sparse.data.size() + keys.sparse_to_dense.data.size()) * sizeof(u64);
+      encapsulation_ = circuits::upload(*engine_, keys);
+    }
     engine_->backend().synchronize();
     report_.keygen_ms = ms_since(start);
   }

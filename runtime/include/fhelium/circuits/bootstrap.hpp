@@ -36,6 +36,7 @@
 
 #include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
+#include "fhelium/sparse_encapsulation.hpp"
 #include "fhelium/runtime/program.hpp"
 
 namespace fhelium::circuits {
@@ -91,24 +92,9 @@ int overflow_bound(const Context& context, const BootstrapConfig& config);
 // dense secret and no explicit bound.
 bool uses_encapsulation(const Context& context, const BootstrapConfig& config);
 
-// The sparse-secret encapsulation for a context with a dense secret: an
-// ephemeral secret s' of Hamming weight h (32: K = 16) used only inside the
-// bootstrap. Before ModRaise the level-0 ciphertext is switched from the
-// dense secret to s', after it back. The key to s' is an RLWE sample whose
-// secret is s', so it must sit at a modulus small enough for h = 32: it is
-// generated in `low_context`, whose primes are q_0 and the first special
-// prime only (about 120 bits, as OpenFHE's SPARSE_ENCAPSULATED keeps it at
-// q_0 times one auxiliary prime); the key back is protected by the dense
-// secret over the whole QP, as every evaluation key is. The ephemeral
-// secret is not kept.
-struct SparseEncapsulationKeys {
-  std::shared_ptr<const Context> low_context;
-  int hamming_weight = 32;
-  HostSwitchKey dense_to_sparse;  // in low_context
-  HostSwitchKey sparse_to_dense;  // in the main context
-  static SparseEncapsulationKeys generate(std::shared_ptr<const Context> context, const SecretKey& secret, Csprng& rng,
-                                          int hamming_weight = 32);
-};
+// The sparse-secret encapsulation for a context with a dense secret
+// (fhelium/sparse_encapsulation.hpp: the keys, the modulus they sit at).
+using fhelium::SparseEncapsulationKeys;
 
 // The keys on the engine's backend, for Materials::sparse_encapsulation.
 runtime::SparseEncapsulation upload(const Engine& engine, const SparseEncapsulationKeys& keys);
