@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
   app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients");
   app.add_flag("!--no-arcsine", config.arcsine_correction, "EvalMod without the arcsine correction (two fewer levels)");
+  app.add_option("--slots", config.slots, "the message's slot count, a power of two; 0: N/2 (full slots)");
   app.add_flag("--horner-giants", config.horner_giants, "giant steps by Horner's rule: fewer rotation keys");
   std::string message = "random";
   app.add_option("--message", message,
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
     Encryptor encryptor(context, rng);
     std::mt19937_64 message_rng(1);
     std::uniform_real_distribution<double> d(-1.0, 1.0);
-    std::vector<std::complex<double>> m(context->ring_degree() / 2);
+    std::vector<std::complex<double>> m(circuits::bootstrap_slots(*context, config));
     for (auto& v : m) {
       if (message == "constant") v = 1.0;
       if (message == "real") v = d(message_rng);
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
         engine.backend().synchronize();
       }));
     }
-    const auto decoded = encoder.decode(Decryptor(context).decrypt(engine.download(y), sk));
+    const auto decoded = encoder.decode(Decryptor(context).decrypt(engine.download(y), sk), m.size());
     const json::object precision = precision_bits(m, decoded);
 
     // Per stage: one more run with the backend synchronized after every
@@ -208,7 +209,7 @@ int main(int argc, char** argv) {
                      {"backend", chosen.backend->name()},
                      {"parameters",
                       {{"ring_degree", context->ring_degree()},
-                       {"slots", context->ring_degree() / 2},
+                       {"slots", m.size()},
                        {"q_bits", json::value_from(params.q_bits)},
                        {"p_bits", json::value_from(params.p_bits)},
                        {"log_qp", context->log_qp()},

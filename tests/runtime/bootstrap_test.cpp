@@ -116,29 +116,34 @@ TEST(KeySwitch, MovesTheMessageToAnotherSecret) {
 
 TEST(SpecialFft, StagesReproduceTheEncoder) {
   Fixture f(test::small_params(10, 1), 4);
-  const std::size_t n = f.slots();
-  const Message z = f.random_message(1.0);
+  const std::size_t half = f.slots();
   const double scale = std::ldexp(1.0, 50);
-  // w_k = (c_k + i c_(n+k)) / scale from the encoder's own coefficients.
-  HostValue pt = f.encoder.encode(z, 0, scale, Domain::coefficient);
   const u64 q = f.context->q()[0].value;
   auto centered = [&](u64 r) { return r > q / 2 ? -static_cast<double>(q - r) : static_cast<double>(r); };
-  Message w(n);
-  for (std::size_t k = 0; k < n; ++k) w[k] = {centered(pt.data[k]) / scale, centered(pt.data[n + k]) / scale};
-  Message w_reversed(n);
-  for (std::size_t k = 0; k < n; ++k) w_reversed[k] = w[bit_reverse(k, n)];
-
-  for (int groups : {1, 3, 9}) {
-    const auto cts = coeff_to_slot_matrices(f.context->ring_degree(), n, groups);
-    const auto stc = slot_to_coeff_matrices(f.context->ring_degree(), n, groups);
-    ASSERT_EQ(cts.size(), static_cast<std::size_t>(groups));
-    EXPECT_LT(max_error(w_reversed, through(cts, z)), 1e-12) << groups << " groups";
-    EXPECT_LT(max_error(z, through(stc, w_reversed)), 1e-12) << groups << " groups";
-    // A group of s consecutive stages has at most 2^(s+1) - 1 diagonals.
-    const std::size_t largest = static_cast<std::size_t>((9 + groups - 1) / groups);
-    for (const auto& m : cts) EXPECT_LE(m.size(), (std::size_t{2} << largest) - 1);
+  // Full slots and sparse ones (the coefficients at multiples of g = N / 2n).
+  for (std::size_t n : {half, half / 8}) {
+    SCOPED_TRACE(std::to_string(n) + " slots");
+    const Message z = f.random_message(1.0, n);
+    // w_k = (c_(kg) + i c_(N/2 + kg)) / scale from the encoder's own coefficients.
+    HostValue pt = f.encoder.encode(z, 0, scale, Domain::coefficient);
+    const std::size_t g = half / n;
+    Message w_reversed(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t at = bit_reverse(k, n) * g;
+      w_reversed[k] = {centered(pt.data[at]) / scale, centered(pt.data[half + at]) / scale};
+    }
+    const int stages = std::countr_zero(n);
+    for (int groups : {1, 3, stages}) {
+      const auto cts = coeff_to_slot_matrices(f.context->ring_degree(), n, groups);
+      const auto stc = slot_to_coeff_matrices(f.context->ring_degree(), n, groups);
+      ASSERT_EQ(cts.size(), static_cast<std::size_t>(groups));
+      EXPECT_LT(max_error(w_reversed, through(cts, z)), 1e-12) << groups << " groups";
+      EXPECT_LT(max_error(z, through(stc, w_reversed)), 1e-12) << groups << " groups";
+      // A group of s consecutive stages has at most 2^(s+1) - 1 diagonals.
+      const std::size_t largest = static_cast<std::size_t>((stages + groups - 1) / groups);
+      for (const auto& m : cts) EXPECT_LE(m.size(), (std::size_t{2} << largest) - 1);
+    }
   }
-  EXPECT_THROW(coeff_to_slot_matrices(f.context->ring_degree(), n, 10), InvalidArgumentError);
 }
 
 class Bootstrap : public ::testing::Test {
@@ -267,6 +272,68 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
   // Keys of another context are refused.
   Fixture g(p, 13);
   EXPECT_THROW(SparseEncapsulationKeys::generate(f.context, g.sk, f.rng), StateError);
+}
+
+// Ciphertext products in the EvalMod stage of a bootstrap program.
+std::size_t eval_mod_products(Fixture& f, const BootstrapConfig& config) {
+  ProgramBuilder b(f.context, "bootstrap");
+  BootstrapStages st;
+  b.output("y", bootstrap(b, b.input("x", f.engine.download(f.encrypt(Message(1), 0)).state), config, &st));
+  std::size_t products = 0;
+  for (std::size_t k = st.eval_mod; k < st.slot_to_coeff; ++k) {
+    products += b.program().nodes()[k].op == runtime::OpKind::multiply_relinearize_rescale;
+  }
+  return products;
+}
+
+// Sparse slots: the trace, then one EvalMod for the packed real and
+// imaginary parts (n <= N/4), bit-exact between backends; the output is an
+// encoding of n slots again.
+TEST_F(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
+  Fixture& f = *f_;
+  for (std::size_t n : {std::size_t{2}, std::size_t{64}, f.slots() / 2}) {
+    SCOPED_TRACE(std::to_string(n) + " slots");
+    BootstrapConfig config;
+    config.slots = n;
+    config.coeff_to_slot_levels = config.slot_to_coeff_levels = std::min(3, std::countr_zero(n));
+    const KeyRequirements keys = Bootstrapper::required_keys(f.context, config);
+    // The trace's rotations by n, 2n, .., N/4 are among the keys.
+    for (std::size_t step = n; step < f.slots(); step *= 2) {
+      EXPECT_TRUE(keys.galois_elements(*f.context).count(f.context->galois_element(static_cast<long>(step))))
+          << "trace step " << step;
+    }
+    const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+    const std::vector<HostSwitchKey> galois = galois_keys_for(f, keys);
+    const Message m = f.random_message(1.0, n);
+    const HostValue x = f.encryptor.encrypt(f.encoder.encode(m, 0, f.scale()), f.pk);
+    auto run_on = [&](const Engine& engine) {
+      const RelinKey relin_key = engine.upload_relinearization_key(relin);
+      const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+      const Bootstrapper bootstrapper(engine, relin_key, galois_keys, config);
+      const Ciphertext y = bootstrapper.bootstrap(engine.upload_ciphertext(x));
+      EXPECT_EQ(y.state.level, f.context->max_level() - config.depth());
+      return engine.download(y);
+    };
+    const HostValue y = run_on(f.engine);
+    // Every slot of the N/2 repeats the n-slot message.
+    const Message got = f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots());
+    Message repeated(f.slots());
+    for (std::size_t i = 0; i < repeated.size(); ++i) repeated[i] = m[i % n];
+    const double error = max_error(repeated, got);
+    EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+    // One EvalMod: half the products of the full-slot bootstrap's two.
+    BootstrapConfig full_config = config;
+    full_config.slots = 0;
+    EXPECT_EQ(2 * eval_mod_products(f, config), eval_mod_products(f, full_config));
+    const test::TestBackend other = test::runtime_test_backend();
+    if (other.backend) {
+      const Engine engine(f.context, other.backend);
+      EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
+    }
+  }
+  BootstrapConfig odd;
+  odd.slots = 48;
+  EXPECT_THROW(Bootstrapper::required_keys(f.context, odd), InvalidArgumentError);
 }
 
 // Horner giants: fewer Galois keys for the same precision.

@@ -52,21 +52,67 @@ ValueRef unit(ProgramBuilder& b, const std::string& name, std::complex<double> v
   return b.constant(b.fresh_name(name), Slots(b.context()->ring_degree() / 2, value), 1.0);
 }
 
-// The matrices applied in order, times `factor`, ending at exactly
-// `output_scale`. The factor and the change of scale are spread evenly over
-// the matrices: a diagonal is encoded at q_l times the ratio of its
-// transform's output and input scales, so spreading keeps every diagonal's
-// integers equally large (CoeffToSlot's factor of about 2^-25 in one matrix
-// would leave its diagonals 25 bits of precision fewer than the others').
-ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Diagonals>& matrices, double factor,
-                   const std::string& name, double output_scale, bool horner_giants) {
+// A matrix of the special FFT as the linear transform reads it: input and
+// output periods (n, or 2n for the packed real and imaginary halves).
+struct Matrix {
+  Diagonals diagonals;
+  std::size_t input_period = 0;
+  std::size_t output_period = 0;
+};
+
+// The matrices of n slots, each times factor^(1 / count): the factor is
+// spread evenly, as is the change of scale in apply_all, so every diagonal's
+// integers are equally large (CoeffToSlot's factor of about 2^-25 in one
+// matrix would leave its diagonals 25 bits of precision fewer than the others').
+std::vector<Matrix> spread(const std::vector<Diagonals>& matrices, double factor, std::size_t n) {
+  std::vector<Matrix> out;
+  const double each = std::pow(factor, 1.0 / static_cast<double>(matrices.size()));
+  for (const Diagonals& m : matrices) out.push_back({scaled(m, each), n, n});
+  return out;
+}
+
+// [M; 0]: M's output in slots 0..n-1 of a period of 2n, zeros after it.
+Matrix tall(const Matrix& m) {
+  Matrix out{{}, m.input_period, 2 * m.output_period};
+  for (const auto& [k, d] : m.diagonals) {
+    Slots extended(2 * d.size());
+    std::copy(d.begin(), d.end(), extended.begin());
+    out.diagonals.emplace(k, std::move(extended));
+  }
+  return out;
+}
+
+// [M | i M] on a period of 2n: M (R + i I) from R in slots 0..n-1 and I in
+// n..2n-1. Diagonal k of it holds, in slot j, M_(k mod n)[j mod n], times i
+// where column (j + k) mod 2n is in the second half.
+Matrix wide_with_i(const Matrix& m) {
+  const std::size_t n = m.input_period;
+  Matrix out{{}, 2 * n, m.output_period};
+  for (const auto& [k0, d] : m.diagonals) {
+    for (const std::size_t k : {static_cast<std::size_t>(k0), static_cast<std::size_t>(k0) + n}) {
+      Slots diagonal(2 * n);
+      for (std::size_t j = 0; j < 2 * n; ++j) {
+        const bool second_half = (j + k) % (2 * n) >= n;
+        diagonal[j] = d[j % n] * (second_half ? std::complex<double>(0.0, 1.0) : 1.0);
+      }
+      out.diagonals.emplace(static_cast<long>(k), std::move(diagonal));
+    }
+  }
+  return out;
+}
+
+// The matrices applied in order, ending at exactly `output_scale`; the
+// scale changes evenly over them: a diagonal is encoded at q_l times the
+// ratio of its transform's output and input scales.
+ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Matrix>& matrices, const std::string& name,
+                   double output_scale, bool horner_giants) {
   const double count = static_cast<double>(matrices.size());
   const double input_scale = b.state(x).scale;
   const std::size_t slots = b.context()->ring_degree() / 2;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
-    const LinearTransform t =
-        LinearTransform::from_diagonals(scaled(matrices[i], std::pow(factor, 1.0 / count)), slots, slots)
-            .with_horner_giants(horner_giants);
+    const Matrix& m = matrices[i];
+    const LinearTransform t = LinearTransform::from_diagonals(m.diagonals, m.input_period, m.output_period, slots)
+                                  .with_horner_giants(horner_giants);
     const bool last = i + 1 == matrices.size();
     const double scale =
         last ? output_scale : input_scale * std::pow(output_scale / input_scale, static_cast<double>(i + 1) / count);
@@ -104,10 +150,19 @@ bool uses_encapsulation(const Context& context, const BootstrapConfig& config) {
   return context.params().hamming_weight == 0 && config.overflow_bound == 0;
 }
 
+std::size_t bootstrap_slots(const Context& context, const BootstrapConfig& config) {
+  return config.slots == 0 ? context.ring_degree() / 2 : config.slots;
+}
+
 namespace {
 
 void check_config(const Context& context, const BootstrapConfig& config) {
-  const int log_slots = detail::ceil_log2(context.ring_degree() / 2);
+  const std::size_t slots = bootstrap_slots(context, config);
+  if (slots < 2 || slots > context.ring_degree() / 2 || (slots & (slots - 1)) != 0) {
+    throw InvalidArgumentError("bootstrap: slots is " + std::to_string(slots) + ", expected a power of two in 2.." +
+                               std::to_string(context.ring_degree() / 2) + " (0: all N/2)");
+  }
+  const int log_slots = detail::ceil_log2(slots);
   for (const auto& [name, levels] : {std::pair{"coeff_to_slot_levels", config.coeff_to_slot_levels},
                                      std::pair{"slot_to_coeff_levels", config.slot_to_coeff_levels}}) {
     if (levels < 1 || levels > log_slots) {
@@ -137,37 +192,54 @@ std::int64_t up_scaling(const Context& context, double delta, const BootstrapCon
 }
 
 // Stages 3-5 on `v`, a raised ciphertext (top level, read at scale delta)
-// of M m + q_0 I with |I| <= bound.
+// of M m + q_0 I with |I| <= bound. With n < N/2 slots the trace first keeps
+// the coefficients at multiples of N/2n (times N/2n), and the real and
+// imaginary parts share one ciphertext of period 2n through EvalMod.
 ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& config, double delta, std::int64_t up,
                      int bound, BootstrapStages& at) {
   const Context& context = *b.context();
-  const std::size_t slots = context.ring_degree() / 2;
+  const std::size_t full = context.ring_degree() / 2;
+  const std::size_t n = bootstrap_slots(context, config);
+  const bool packed = n < full;
   const double interval = bound + 1.0;  // K': |t| <= K + 1 / ratio
   const double q0 = detail::prime(b, 0);
   const double output_scale = config.output_scale.value_or(context.params().scale);
 
-  // 3. CoeffToSlot, ending at the scale EvalMod works at; real and imaginary parts.
+  // 3. The trace (sparse slots), CoeffToSlot, ending at the scale EvalMod
+  // works at; real and imaginary parts.
   at.coeff_to_slot = b.node_count();
+  for (std::size_t step = n; step < full; step *= 2) v = b.add(v, b.rotate(v, static_cast<long>(step)));
+  const double trace_gain = static_cast<double>(full / n);
   const int eval_level = context.max_level() - config.coeff_to_slot_levels;
   const double eval_scale = detail::prime(b, eval_level);
-  v = apply_all(b, v, coeff_to_slot_matrices(context.ring_degree(), slots, config.coeff_to_slot_levels),
-                delta / (2.0 * q0 * interval), "coeff_to_slot", eval_scale, config.horner_giants);
+  std::vector<Matrix> cts = spread(coeff_to_slot_matrices(context.ring_degree(), n, config.coeff_to_slot_levels),
+                                   delta / (2.0 * q0 * interval * trace_gain), n);
+  if (packed) cts.back() = tall(cts.back());
+  v = apply_all(b, v, cts, "coeff_to_slot", eval_scale, config.horner_giants);
   const ValueRef conjugated = b.conjugate(v);
   const ValueRef real = b.add(v, conjugated);
   const ValueRef imaginary = b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0}));
 
-  // 4. EvalMod on both parts.
+  // 4. EvalMod on both parts: one ciphertext [real; imaginary] when packed.
   at.eval_mod = b.node_count();
   const Polynomial cos = cosine(config, interval);
-  const ValueRef real_mod = eval_mod(b, real, cos, config, eval_scale);
-  const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
+  std::vector<Matrix> stc =
+      spread(slot_to_coeff_matrices(context.ring_degree(), n, config.slot_to_coeff_levels),
+             q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), n);
+  if (packed) {
+    const ValueRef both = b.add(real, b.rotate(imaginary, static_cast<long>(n)));
+    v = eval_mod(b, both, cos, config, eval_scale);
+    at.slot_to_coeff = b.node_count();
+    stc.front() = wide_with_i(stc.front());  // recombines real + i imaginary
+  } else {
+    const ValueRef real_mod = eval_mod(b, real, cos, config, eval_scale);
+    const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
+    at.slot_to_coeff = b.node_count();
+    v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
+  }
 
   // 5. SlotToCoeff.
-  at.slot_to_coeff = b.node_count();
-  v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
-  v = apply_all(b, v, slot_to_coeff_matrices(context.ring_degree(), slots, config.slot_to_coeff_levels),
-                q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), "slot_to_coeff", output_scale,
-                config.horner_giants);
+  v = apply_all(b, v, stc, "slot_to_coeff", output_scale, config.horner_giants);
   at.end = b.node_count();
   return v;
 }

@@ -135,6 +135,11 @@ LinearTransform LinearTransform::from_diagonals(std::map<long, Slots> diagonals,
   return LinearTransform(std::move(diagonals), period, period, slots);
 }
 
+LinearTransform LinearTransform::from_diagonals(std::map<long, Slots> diagonals, std::size_t input_period,
+                                                std::size_t output_period, std::size_t slots) {
+  return LinearTransform(std::move(diagonals), input_period, output_period, slots);
+}
+
 LinearTransform LinearTransform::with_baby_step(long n1) const {
   if (n1 < 1 || n1 > static_cast<long>(input_period_)) {
     throw InvalidArgumentError("linear transform: baby step " + std::to_string(n1) + ", expected 1.." +

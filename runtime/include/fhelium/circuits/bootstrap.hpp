@@ -23,6 +23,14 @@
 //      FFT in `slot_to_coeff_levels` linear transforms, scaled by
 //      q_0 / (2 pi Delta M) so that the slots hold the message again.
 //
+// Sparse slots (n < N/2, the message a polynomial in X^g, g = N / 2n): after
+// ModRaise the trace, log2(g) rotations by n, 2n, .., N/4 added, keeps the
+// coefficients at multiples of g (times g) and removes the others; the
+// transforms are n x n, the last CoeffToSlot one writes [w; 0] on a period
+// of 2n, so that real and imaginary parts share one ciphertext [Re; Im]
+// (one rotation by n) and one EvalMod; the first SlotToCoeff matrix reads
+// both halves ([M | i M]).
+//
 // Levels: coeff_to_slot_levels + ceil(log2(cosine_degree + 1)) + double_angle
 // (+ 2 with the arcsine correction) + slot_to_coeff_levels, from the top
 // level; the output has exactly the output scale. Precision is set by the
@@ -45,6 +53,10 @@ using runtime::ProgramBuilder;
 using runtime::ValueRef;
 
 struct BootstrapConfig {
+  // The message's slot count n: a power of two in 2..N/2; 0: N/2 (full
+  // slots). The input must be an encoding of n slots (repeated over the N/2,
+  // as the encoder packs them); the output is one too.
+  std::size_t slots = 0;
   int coeff_to_slot_levels = 3;  // 1 .. log2(slots)
   int slot_to_coeff_levels = 3;  // 1 .. log2(slots)
   int double_angle = 2;          // r
@@ -83,6 +95,9 @@ struct BootstrapConfig {
 // parameters outside the table: below N = 2^16 this layout is (2^15 allows
 // log2(QP) <= 868).
 CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
+
+// The configuration's slot count n on the context (N/2 for slots = 0).
+std::size_t bootstrap_slots(const Context& context, const BootstrapConfig& config);
 
 // The bound K of the configuration on the context: the explicit one, or
 // (h + 1) / 2 for the context's sparse secret, or for the ephemeral one of

@@ -51,6 +51,10 @@ class LinearTransform {
   // Diagonals by index k in [0, period) (negative k is read modulo period),
   // each `period` values; period a power of two dividing `slots`.
   static LinearTransform from_diagonals(std::map<long, Slots> diagonals, std::size_t period, std::size_t slots);
+  // Rectangular: diagonals by index k in [0, input_period), each
+  // max(input, output period) values (slot j: M[j mod py][(j + k) mod px]).
+  static LinearTransform from_diagonals(std::map<long, Slots> diagonals, std::size_t input_period,
+                                        std::size_t output_period, std::size_t slots);
 
   std::size_t input_period() const { return input_period_; }
   std::size_t output_period() const { return output_period_; }
