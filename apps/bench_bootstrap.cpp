@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   app.add_option("--slot-to-coeff-levels", config.slot_to_coeff_levels, "SlotToCoeff levels")->check(CLI::Range(1, 16));
   app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
   app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
-  app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients");
+  app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients; 0: 128 from N = 2^16 on, else 256");
   app.add_flag("!--no-arcsine", config.arcsine_correction, "EvalMod without the arcsine correction (two fewer levels)");
   app.add_option("--slots", config.slots, "the message's slot count, a power of two; 0: N/2 (full slots)");
   app.add_flag("--horner-giants", config.horner_giants, "giant steps by Horner's rule: fewer rotation keys");
@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
                        {"coeff_to_slot_levels", config.coeff_to_slot_levels},
                        {"eval_mod_levels", config.eval_mod_depth()},
                        {"slot_to_coeff_levels", config.slot_to_coeff_levels},
-                       {"message_ratio", config.message_ratio},
+                       {"message_ratio", circuits::message_ratio(*context, config)},
                        {"arcsine_correction", config.arcsine_correction},
                        {"horner_giants", config.horner_giants}}},
                      {"message", message},

@@ -788,6 +788,29 @@ TEST(PipelineExamples, SignWithThreeBootstraps) {
   for (double v : s.expected) EXPECT_GT(v, 0.6);
 }
 
+// A bootstrap of a short vector runs on its period's slots (the trace and one
+// EvalMod): fewer levels for each special FFT of 4 slots, the same message.
+TEST(PipelineBootstrap, ShortVectorsBootstrapOnTheirPeriod) {
+  const std::string text =
+      "params: {ring_degree: 4096, q_bits: [60, 40, 40, 40, 40, 40, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, "
+      "60], p_bits: [60, 60, 60, 60], scale_bits: 40, allow_insecure: true}\n"
+      "inputs:\n"
+      "  x: {random: {distribution: uniform, range: [-1, 1], length: LENGTH, seed: 3}}\n"
+      "steps:\n"
+      "  - {name: y, op: bootstrap, args: [x]}\n"
+      "outputs:\n"
+      "  values: [{value: y, max_error: 1.0e-6}]\n";
+  for (const auto& [length, level] : {std::pair{"100", 2}, std::pair{"3", 4}}) {
+    std::string t = text;
+    t.replace(t.find("LENGTH"), 6, length);
+    const PipelineReport r = run_text(t);
+    EXPECT_TRUE(r.ok) << length;
+    // 4 slots: two levels for each special FFT instead of three.
+    EXPECT_EQ(r.steps.back().state.level, level) << length;
+    EXPECT_LT(output(r, "y").error.max, 1e-6) << length;
+  }
+}
+
 // ---- the command-line tool ----
 
 // The `fhelium` binary of this build tree (tests/runtime/ -> apps/).

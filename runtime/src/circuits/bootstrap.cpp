@@ -150,6 +150,11 @@ bool uses_encapsulation(const Context& context, const BootstrapConfig& config) {
   return context.params().hamming_weight == 0 && config.overflow_bound == 0;
 }
 
+double message_ratio(const Context& context, const BootstrapConfig& config) {
+  if (config.message_ratio > 0) return config.message_ratio;
+  return context.ring_degree() >= (std::size_t{1} << 16) ? 128.0 : 256.0;
+}
+
 std::size_t bootstrap_slots(const Context& context, const BootstrapConfig& config) {
   return config.slots == 0 ? context.ring_degree() / 2 : config.slots;
 }
@@ -170,11 +175,11 @@ void check_config(const Context& context, const BootstrapConfig& config) {
                                  ", expected 1.." + std::to_string(log_slots));
     }
   }
-  if (config.double_angle < 0 || config.cosine_degree < 2 || !(config.message_ratio >= 1.0)) {
+  if (config.double_angle < 0 || config.cosine_degree < 2 || !(config.message_ratio == 0 || config.message_ratio >= 1.0)) {
     throw InvalidArgumentError("bootstrap: double_angle " + std::to_string(config.double_angle) + ", cosine_degree " +
                                std::to_string(config.cosine_degree) + ", message_ratio " +
                                std::to_string(config.message_ratio) +
-                               "; expected double_angle >= 0, cosine_degree >= 2 and message_ratio >= 1");
+                               "; expected double_angle >= 0, cosine_degree >= 2 and message_ratio >= 1 (or 0: by N)");
   }
   if (context.max_level() < config.depth()) {
     throw InvalidArgumentError("bootstrap: the configuration consumes " + std::to_string(config.depth()) +
@@ -188,7 +193,7 @@ void check_config(const Context& context, const BootstrapConfig& config) {
 // M: the integer that brings the coefficients to about q_0 / message_ratio.
 std::int64_t up_scaling(const Context& context, double delta, const BootstrapConfig& config) {
   const double q0 = static_cast<double>(context.q()[0].value);
-  return static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * config.message_ratio))));
+  return static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * message_ratio(context, config)))));
 }
 
 // Stages 3-5 on `v`, a raised ciphertext (top level, read at scale delta)

@@ -6,6 +6,7 @@
 // needs when it runs out of levels, and the expected values (the clear
 // evaluator on the same Program).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -22,6 +23,18 @@
 
 namespace fhelium::runtime::pipeline_detail {
 namespace {
+
+// A bootstrap of a value that repeats with `period`: sparse slots when the
+// period is below N/2 (the trace and one EvalMod), with at most
+// log2(slots) levels for each special FFT.
+circuits::BootstrapConfig bootstrap_config(std::size_t period) {
+  circuits::BootstrapConfig config;
+  config.slots = std::max<std::size_t>(2, period);
+  const int log_slots = std::countr_zero(config.slots);
+  config.coeff_to_slot_levels = std::min(config.coeff_to_slot_levels, log_slots);
+  config.slot_to_coeff_levels = std::min(config.slot_to_coeff_levels, log_slots);
+  return config;
+}
 
 // Levels added to the parameters to measure the depth of a calculation that
 // runs out of levels.
@@ -438,7 +451,7 @@ class Compiler {
       }
       return one(std::move(r));
     }
-    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x()));
+    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x(), bootstrap_config(a[0]->period)));
     if (op == "align") {
       const ValueRef p = x();
       const auto it = out_.named.find(s.to);

@@ -64,8 +64,10 @@ struct BootstrapConfig {
   // The bound K on ModRaise's overflow |I|; 0: (h + 1) / 2 from the
   // context's sparse secret of Hamming weight h, or from the ephemeral one.
   int overflow_bound = 0;
-  // q_0 over the message's coefficients after the integer up-scaling.
-  double message_ratio = 256.0;
+  // q_0 over the message's coefficients after the integer up-scaling; 0:
+  // 128 from N = 2^16 on, where EvalMod's noise is what limits precision
+  // (a larger signal against it), 256 below, where the sine's curvature is.
+  double message_ratio = 0;
   // EvalMod ends with u + u^3 / 6 (arcsin(u) to third order, u = sin(2 pi x)),
   // which removes the sine's curvature to (2 pi x)^4 * 3 / 40, relative: two
   // more levels for a smaller message ratio and a larger signal.
@@ -98,6 +100,9 @@ CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const 
 
 // The configuration's slot count n on the context (N/2 for slots = 0).
 std::size_t bootstrap_slots(const Context& context, const BootstrapConfig& config);
+
+// The configuration's message ratio on the context (the default's choice by N).
+double message_ratio(const Context& context, const BootstrapConfig& config);
 
 // The bound K of the configuration on the context: the explicit one, or
 // (h + 1) / 2 for the context's sparse secret, or for the ephemeral one of
