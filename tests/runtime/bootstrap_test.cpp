@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cmath>
+#include <iostream>
 #include <optional>
 
 #include "fhelium/circuits/linear_transform.hpp"
@@ -334,6 +335,71 @@ TEST_F(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
   BootstrapConfig odd;
   odd.slots = 48;
   EXPECT_THROW(Bootstrapper::required_keys(f.context, odd), InvalidArgumentError);
+}
+
+// Stage by stage against the clear evaluator of the same program, whose
+// ModRaise adds nothing: CoeffToSlot's real part must differ from the clear
+// one by I / K' with I an integer of at most K (the overflow bound), and
+// EvalMod's output must equal the clear one (the sine forgets I). Full slots
+// and a packed sparse count; measured at N = 2^12: CoeffToSlot 2^-45, EvalMod
+// 2^-37 (the message's 2^-25.6 is that times about q_0 sqrt(N) / (2 pi M Delta)).
+TEST_F(Bootstrap, EachStageAgainstTheClearEvaluator) {
+  Fixture& f = *f_;
+  const int bound = overflow_bound(*f.context, {});
+  const double interval = bound + 1.0;  // K'
+  for (std::size_t n : {f.slots(), f.slots() / 4}) {
+    SCOPED_TRACE(std::to_string(n) + " slots");
+    BootstrapConfig config;
+    config.slots = n;
+    ProgramBuilder b(f.context, "stages");
+    BootstrapStages st;
+    const ValueRef x = b.input("x", f.engine.download(f.encrypt(Message(1), 0)).state);
+    b.output("y", bootstrap(b, x, config, &st));
+    b.output("coefficients", st.coefficients_real);
+    b.output("eval_mod", st.eval_mod_real);
+    const RelinKey relin = f.relin_key();
+    const GaloisKeys galois = f.engine.upload_galois_keys(galois_keys_for(f, b.required_keys()));
+    runtime::Materials materials;
+    materials.relinearization_key = &relin;
+    materials.galois_keys = &galois;
+    for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
+    const runtime::Executable program = runtime::link(b.prepare(), f.engine, materials);
+
+    // n slots, repeated over the N/2 as the encoder packs them (the clear
+    // evaluator would pad a short input with zeros instead).
+    const Message m = f.random_message(1.0, n);
+    Message repeated(f.slots());
+    for (std::size_t i = 0; i < repeated.size(); ++i) repeated[i] = m[i % n];
+    const runtime::ValueTree out =
+        program.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", f.encrypt(m, 0)}}));
+    const auto clear = runtime::evaluate_clear(b.program(), {{"x", repeated}}, b.constant_values(), f.slots());
+    auto decrypted = [&](const std::string& name) { return f.decrypt(out.at(name).ciphertext()); };
+
+    // CoeffToSlot: an integer shift of at most K, and what is left is noise.
+    const Message coefficients = decrypted("coefficients");
+    double coefficient_error = 0;
+    long largest_shift = 0;
+    for (std::size_t i = 0; i < coefficients.size(); ++i) {
+      const double shift = interval * (coefficients[i].real() - clear.at("coefficients")[i].real());
+      largest_shift = std::max(largest_shift, std::labs(std::lround(shift)));
+      coefficient_error = std::max(coefficient_error, std::abs(shift - std::round(shift)) / interval);
+      coefficient_error = std::max(coefficient_error, std::abs(coefficients[i].imag()));
+    }
+    EXPECT_LE(largest_shift, bound);
+    EXPECT_GT(largest_shift, 0);  // ModRaise did overflow: the check is not vacuous
+    EXPECT_LT(coefficient_error, std::ldexp(1.0, -40)) << -std::log2(coefficient_error) << " bits";
+    // EvalMod: sin(2 pi K' y) forgets the shift.
+    const double eval_mod_error = max_error(clear.at("eval_mod"), decrypted("eval_mod"));
+    EXPECT_LT(eval_mod_error, std::ldexp(1.0, -34)) << -std::log2(eval_mod_error) << " bits";
+    // SlotToCoeff: the message.
+    const double error = max_error(repeated, decrypted("y"));
+    EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+    RecordProperty("stage_bits_" + std::to_string(n),
+                   std::to_string(-std::log2(coefficient_error)) + " " + std::to_string(-std::log2(eval_mod_error)) +
+                       " " + std::to_string(-std::log2(error)));
+    std::cout << n << " slots: CoeffToSlot 2^" << std::log2(coefficient_error) << ", EvalMod 2^"
+              << std::log2(eval_mod_error) << ", result 2^" << std::log2(error) << "\n";
+  }
 }
 
 // Horner giants: fewer Galois keys for the same precision.

@@ -232,12 +232,13 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
       spread(slot_to_coeff_matrices(context.ring_degree(), n, config.slot_to_coeff_levels),
              q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), n);
   if (packed) {
-    const ValueRef both = b.add(real, b.rotate(imaginary, static_cast<long>(n)));
-    v = eval_mod(b, both, cos, config, eval_scale);
+    at.coefficients_real = b.add(real, b.rotate(imaginary, static_cast<long>(n)));
+    v = at.eval_mod_real = eval_mod(b, at.coefficients_real, cos, config, eval_scale);
     at.slot_to_coeff = b.node_count();
     stc.front() = wide_with_i(stc.front());  // recombines real + i imaginary
   } else {
-    const ValueRef real_mod = eval_mod(b, real, cos, config, eval_scale);
+    at.coefficients_real = real;
+    const ValueRef real_mod = at.eval_mod_real = eval_mod(b, real, cos, config, eval_scale);
     const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
     at.slot_to_coeff = b.node_count();
     v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));

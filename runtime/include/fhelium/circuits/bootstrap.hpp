@@ -126,6 +126,12 @@ struct BootstrapStages {
   std::size_t eval_mod = 0;
   std::size_t slot_to_coeff = 0;  // and the recombination
   std::size_t end = 0;
+  // Values at the stage boundaries, for tests and diagnostics: CoeffToSlot's
+  // real part after the split, holding (M m + q_0 I) / (q_0 K') per
+  // coefficient, and its EvalMod. With sparse slots both are the packed
+  // ciphertext [real; imaginary].
+  ValueRef coefficients_real;
+  ValueRef eval_mod_real;
 };
 
 // Appends the bootstrap of x (a ciphertext at any level; dropped to level 0)
