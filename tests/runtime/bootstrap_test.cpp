@@ -337,6 +337,37 @@ TEST_F(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
   EXPECT_THROW(Bootstrapper::required_keys(f.context, odd), InvalidArgumentError);
 }
 
+// Real messages at full slots: one EvalMod; the result is the real part of
+// any input (its imaginary parts are removed before ModRaise).
+TEST_F(Bootstrap, RealOnlyRunsOneEvalModAndReturnsTheRealPart) {
+  Fixture& f = *f_;
+  BootstrapConfig config;
+  config.real_only = true;
+  EXPECT_EQ(2 * eval_mod_products(f, config), eval_mod_products(f, {}));
+  const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+  const std::vector<HostSwitchKey> galois = galois_keys_for(f, Bootstrapper::required_keys(f.context, config));
+  const Message m = f.random_message(1.0);
+  Message real_part(m.size());
+  for (std::size_t i = 0; i < m.size(); ++i) real_part[i] = m[i].real();
+  const HostValue x = f.encryptor.encrypt(f.encoder.encode(m, 0, f.scale()), f.pk);
+  auto run_on = [&](const Engine& engine) {
+    const RelinKey relin_key = engine.upload_relinearization_key(relin);
+    const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, config);
+    return engine.download(bootstrapper.bootstrap(engine.upload_ciphertext(x)));
+  };
+  const HostValue y = run_on(f.engine);
+  const double error = max_error(real_part, f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots()));
+  EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+  const test::TestBackend other = test::runtime_test_backend();
+  if (other.backend) {
+    const Engine engine(f.context, other.backend);
+    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
+  }
+  config.slots = f.slots() / 2;
+  EXPECT_THROW(Bootstrapper::required_keys(f.context, config), InvalidArgumentError);
+}
+
 // Stage by stage against the clear evaluator of the same program, whose
 // ModRaise adds nothing: CoeffToSlot's real part must differ from the clear
 // one by I / K' with I an integer of at most K (the overflow bound), and

@@ -101,6 +101,14 @@ Matrix wide_with_i(const Matrix& m) {
   return out;
 }
 
+// M D, D = diag(1/2, 1, .., 1): column 0 halved (slot (n - k) mod n of
+// diagonal k).
+Matrix halved_first_column(Matrix m) {
+  const std::size_t n = m.input_period;
+  for (auto& [k, d] : m.diagonals) d[(n - static_cast<std::size_t>(k)) % n] *= 0.5;
+  return m;
+}
+
 // The matrices applied in order, ending at exactly `output_scale`; the
 // scale changes evenly over them: a diagonal is encoded at q_l times the
 // ratio of its transform's output and input scales.
@@ -167,6 +175,10 @@ void check_config(const Context& context, const BootstrapConfig& config) {
     throw InvalidArgumentError("bootstrap: slots is " + std::to_string(slots) + ", expected a power of two in 2.." +
                                std::to_string(context.ring_degree() / 2) + " (0: all N/2)");
   }
+  if (config.real_only && slots != context.ring_degree() / 2) {
+    throw InvalidArgumentError("bootstrap: real_only with " + std::to_string(slots) +
+                               " slots; expected full slots (sparse slot counts already run one EvalMod)");
+  }
   const int log_slots = detail::ceil_log2(slots);
   for (const auto& [name, levels] : {std::pair{"coeff_to_slot_levels", config.coeff_to_slot_levels},
                                      std::pair{"slot_to_coeff_levels", config.slot_to_coeff_levels}}) {
@@ -196,10 +208,11 @@ std::int64_t up_scaling(const Context& context, double delta, const BootstrapCon
   return static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * message_ratio(context, config)))));
 }
 
-// Stages 3-5 on `v`, a raised ciphertext (top level, read at scale delta)
-// of M m + q_0 I with |I| <= bound. With n < N/2 slots the trace first keeps
-// the coefficients at multiples of N/2n (times N/2n), and the real and
-// imaginary parts share one ciphertext of period 2n through EvalMod.
+// Stages 3-5 on `v`, a raised ciphertext (top level) of M m + q_0 I with
+// |I| <= bound, m the message at scale delta (twice v's scale for
+// real_only). With n < N/2 slots the trace first keeps the coefficients at
+// multiples of N/2n (times N/2n), and the real and imaginary parts share one
+// ciphertext of period 2n through EvalMod.
 ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& config, double delta, std::int64_t up,
                      int bound, BootstrapStages& at) {
   const Context& context = *b.context();
@@ -218,12 +231,12 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   const int eval_level = context.max_level() - config.coeff_to_slot_levels;
   const double eval_scale = detail::prime(b, eval_level);
   std::vector<Matrix> cts = spread(coeff_to_slot_matrices(context.ring_degree(), n, config.coeff_to_slot_levels),
-                                   delta / (2.0 * q0 * interval * trace_gain), n);
+                                   b.state(v).scale / (2.0 * q0 * interval * trace_gain), n);
   if (packed) cts.back() = tall(cts.back());
   v = apply_all(b, v, cts, "coeff_to_slot", eval_scale, config.horner_giants);
   const ValueRef conjugated = b.conjugate(v);
   const ValueRef real = b.add(v, conjugated);
-  const ValueRef imaginary = b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0}));
+  const auto imaginary = [&] { return b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0})); };
 
   // 4. EvalMod on both parts: one ciphertext [real; imaginary] when packed.
   at.eval_mod = b.node_count();
@@ -231,21 +244,30 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   std::vector<Matrix> stc =
       spread(slot_to_coeff_matrices(context.ring_degree(), n, config.slot_to_coeff_levels),
              q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), n);
-  if (packed) {
-    at.coefficients_real = b.add(real, b.rotate(imaginary, static_cast<long>(n)));
+  if (config.real_only) {
+    // A real message's coefficients are antisymmetric (c_(N-k) = -c_k), so
+    // the lower half, the real parts, holds all of it: one EvalMod, then
+    // z = 2 Re(U0 R D r) with D halving slot 0 (c_0 is counted twice).
+    at.coefficients_real = real;
+    v = at.eval_mod_real = eval_mod(b, real, cos, config, eval_scale);
+    at.slot_to_coeff = b.node_count();
+    stc.front() = halved_first_column(stc.front());
+  } else if (packed) {
+    at.coefficients_real = b.add(real, b.rotate(imaginary(), static_cast<long>(n)));
     v = at.eval_mod_real = eval_mod(b, at.coefficients_real, cos, config, eval_scale);
     at.slot_to_coeff = b.node_count();
     stc.front() = wide_with_i(stc.front());  // recombines real + i imaginary
   } else {
     at.coefficients_real = real;
     const ValueRef real_mod = at.eval_mod_real = eval_mod(b, real, cos, config, eval_scale);
-    const ValueRef imaginary_mod = eval_mod(b, imaginary, cos, config, eval_scale);
+    const ValueRef imaginary_mod = eval_mod(b, imaginary(), cos, config, eval_scale);
     at.slot_to_coeff = b.node_count();
     v = b.add(real_mod, b.multiply_plain(imaginary_mod, unit(b, "plus_i", {0.0, 1.0})));
   }
 
   // 5. SlotToCoeff.
   v = apply_all(b, v, stc, "slot_to_coeff", output_scale, config.horner_giants);
+  if (config.real_only) v = b.add(v, b.conjugate(v));
   at.end = b.node_count();
   return v;
 }
@@ -278,7 +300,12 @@ ValueRef bootstrap(ProgramBuilder& b, ValueRef x, const BootstrapConfig& config,
   // 1-2. Up-scaling and ModRaise.
   at.mod_raise = b.node_count();
   ValueRef v = detail::at_level(b, x, 0);
-  const double delta = b.state(v).scale;
+  double delta = b.state(v).scale;
+  if (config.real_only) {
+    // x + conj(x): 2 Re(m) read at scale delta is Re(m) at scale 2 delta.
+    v = b.add(v, b.conjugate(v));
+    delta *= 2.0;
+  }
   const std::int64_t up = up_scaling(context, delta, config);
   if (up > 1) v = b.multiply_integer(v, up);
   v = uses_encapsulation(context, config) ? b.mod_raise_encapsulated(v) : b.mod_raise(v);

@@ -75,6 +75,11 @@ struct BootstrapConfig {
   // The ephemeral secret's Hamming weight under the sparse-secret
   // encapsulation (SparseEncapsulationKeys sets it): K = (h + 1) / 2.
   int ephemeral_hamming_weight = 32;
+  // Full slots of real messages at one EvalMod instead of two: x + conj(x)
+  // before ModRaise (so the result is the real part of any input), EvalMod
+  // on the real parts of the coefficients only, and y + conj(y) after
+  // SlotToCoeff (two key switches at the bottom levels).
+  bool real_only = false;
   // The transforms sum their giant groups by Horner's rule
   // (LinearTransform::with_horner_giants): fewer rotation keys, the same
   // rotations, a longer chain of dependent key switches.
