@@ -26,10 +26,12 @@ namespace {
 
 // A bootstrap of a value that repeats with `period`: sparse slots when the
 // period is below N/2 (the trace and one EvalMod), with at most
-// log2(slots) levels for each special FFT.
-circuits::BootstrapConfig bootstrap_config(std::size_t period) {
+// log2(slots) levels for each special FFT; at full slots the real-only path
+// (a pipeline's values are real: one EvalMod too).
+circuits::BootstrapConfig bootstrap_config(const Context& context, std::size_t period) {
   circuits::BootstrapConfig config;
   config.slots = std::max<std::size_t>(2, period);
+  config.real_only = config.slots == context.ring_degree() / 2;
   const int log_slots = std::countr_zero(config.slots);
   config.coeff_to_slot_levels = std::min(config.coeff_to_slot_levels, log_slots);
   config.slot_to_coeff_levels = std::min(config.slot_to_coeff_levels, log_slots);
@@ -451,7 +453,7 @@ class Compiler {
       }
       return one(std::move(r));
     }
-    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x(), bootstrap_config(a[0]->period)));
+    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x(), bootstrap_config(*b().context(), a[0]->period)));
     if (op == "align") {
       const ValueRef p = x();
       const auto it = out_.named.find(s.to);
