@@ -93,10 +93,12 @@ int main(int argc, char** argv) {
   app.add_option("--slot-to-coeff-levels", config.slot_to_coeff_levels, "SlotToCoeff levels")->check(CLI::Range(1, 16));
   app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
   app.add_option("--cosine-degree", config.cosine_degree, "EvalMod's Chebyshev degree")->check(CLI::Range(2, 1023));
-  app.add_option("--message-ratio", config.message_ratio, "q_0 over the message's coefficients; 0: 128 from N = 2^16 on, else 256");
+  app.add_option("--message-ratio", config.message_ratio,
+                 "q_0 over the message's coefficients; 0: 128 from N = 2^16 on, else 256");
   app.add_flag("!--no-arcsine", config.arcsine_correction, "EvalMod without the arcsine correction (two fewer levels)");
   app.add_option("--slots", config.slots, "the message's slot count, a power of two; 0: N/2 (full slots)");
-  app.add_flag("--real-only", config.real_only, "full slots of real messages: one EvalMod (the result is the real part)");
+  app.add_flag("--real-only", config.real_only,
+               "full slots of real messages: one EvalMod (the result is the real part)");
   app.add_flag("--horner-giants", config.horner_giants, "giant steps by Horner's rule: fewer rotation keys");
   std::string message = "random";
   app.add_option("--message", message,

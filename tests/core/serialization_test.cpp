@@ -19,8 +19,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "fuzz/fuzz_context.hpp"
 #include "expectations.hpp"
+#include "fuzz/fuzz_context.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::test {
@@ -69,7 +69,6 @@ class PipeBuf : public std::streambuf {
  private:
   std::string bytes_;
 };
-
 
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
@@ -346,9 +345,8 @@ TEST_F(SerializationTest, SparseEncapsulationKeysRefuseBadInput) {
                     "the key back, digit 0 b, key limb 0");
   }
   {  // A relinearization key where the encapsulation keys are expected.
-    auto in = input(saved([&](std::ostream& out) {
-      save_relinearization_key(out, ctx, f.keygen.relinearization_key(f.sk));
-    }));
+    auto in = input(
+        saved([&](std::ostream& out) { save_relinearization_key(out, ctx, f.keygen.relinearization_key(f.sk)); }));
     EXPECT_CONTAINS(error_of<FormatError>([&] { load_sparse_encapsulation_keys(in, ctx); }),
                     "expected sparse-secret encapsulation keys, but the input holds a relinearization key");
   }

@@ -401,8 +401,7 @@ TEST_F(Bootstrap, EachStageAgainstTheClearEvaluator) {
     const Message m = f.random_message(1.0, n);
     Message repeated(f.slots());
     for (std::size_t i = 0; i < repeated.size(); ++i) repeated[i] = m[i % n];
-    const runtime::ValueTree out =
-        program.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", f.encrypt(m, 0)}}));
+    const runtime::ValueTree out = program.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", f.encrypt(m, 0)}}));
     const auto clear = runtime::evaluate_clear(b.program(), {{"x", repeated}}, b.constant_values(), f.slots());
     auto decrypted = [&](const std::string& name) { return f.decrypt(out.at(name).ciphertext()); };
 
@@ -425,9 +424,9 @@ TEST_F(Bootstrap, EachStageAgainstTheClearEvaluator) {
     // SlotToCoeff: the message.
     const double error = max_error(repeated, decrypted("y"));
     EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
-    RecordProperty("stage_bits_" + std::to_string(n),
-                   std::to_string(-std::log2(coefficient_error)) + " " + std::to_string(-std::log2(eval_mod_error)) +
-                       " " + std::to_string(-std::log2(error)));
+    RecordProperty("stage_bits_" + std::to_string(n), std::to_string(-std::log2(coefficient_error)) + " " +
+                                                          std::to_string(-std::log2(eval_mod_error)) + " " +
+                                                          std::to_string(-std::log2(error)));
     std::cout << n << " slots: CoeffToSlot 2^" << std::log2(coefficient_error) << ", EvalMod 2^"
               << std::log2(eval_mod_error) << ", result 2^" << std::log2(error) << "\n";
   }

@@ -123,9 +123,9 @@ TEST_F(ServerSideTest, BootstrapsWithTheEncapsulationKeysOfTheFolder) {
   for (std::uint32_t e : galois_elements(plan)) galois.push_back(keys.galois_key(secret, e));
   save_galois_keys_file(key_file(key_folder::galois_keys), *ctx, galois);
   Encryptor encryptor(ctx, rng);
-  save_ciphertext_file((dir / "x.ct").string(), *ctx,
-                       encryptor.encrypt(Encoder(ctx).encode(x, ctx->max_level(), ctx->params().scale),
-                                         keys.public_key(secret)));
+  save_ciphertext_file(
+      (dir / "x.ct").string(), *ctx,
+      encryptor.encrypt(Encoder(ctx).encode(x, ctx->max_level(), ctx->params().scale), keys.public_key(secret)));
 
   try {
     run_pipeline(bootstrapping, server_options());

@@ -79,8 +79,8 @@ SparseEncapsulationKeys load_sparse_encapsulation_keys(std::istream& stream, con
   keys.hamming_weight = static_cast<int>(h.entries);
   keys.low_context = encapsulation_low_context(ctx);
   const Context& low = *keys.low_context;
-  check_sizes(h, switch_key_payload_bytes(low, h.seeded()) + switch_key_payload_bytes(ctx, h.seeded()),
-              in.remaining(), what);
+  check_sizes(h, switch_key_payload_bytes(low, h.seeded()) + switch_key_payload_bytes(ctx, h.seeded()), in.remaining(),
+              what);
 
   keys.dense_to_sparse = empty_switch_key(low, 0);
   keys.sparse_to_dense = empty_switch_key(ctx, 0);

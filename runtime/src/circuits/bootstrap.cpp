@@ -187,7 +187,8 @@ void check_config(const Context& context, const BootstrapConfig& config) {
                                  ", expected 1.." + std::to_string(log_slots));
     }
   }
-  if (config.double_angle < 0 || config.cosine_degree < 2 || !(config.message_ratio == 0 || config.message_ratio >= 1.0)) {
+  if (config.double_angle < 0 || config.cosine_degree < 2 ||
+      !(config.message_ratio == 0 || config.message_ratio >= 1.0)) {
     throw InvalidArgumentError("bootstrap: double_angle " + std::to_string(config.double_angle) + ", cosine_degree " +
                                std::to_string(config.cosine_degree) + ", message_ratio " +
                                std::to_string(config.message_ratio) +
@@ -241,9 +242,8 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   // 4. EvalMod on both parts: one ciphertext [real; imaginary] when packed.
   at.eval_mod = b.node_count();
   const Polynomial cos = cosine(config, interval);
-  std::vector<Matrix> stc =
-      spread(slot_to_coeff_matrices(context.ring_degree(), n, config.slot_to_coeff_levels),
-             q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), n);
+  std::vector<Matrix> stc = spread(slot_to_coeff_matrices(context.ring_degree(), n, config.slot_to_coeff_levels),
+                                   q0 / (2.0 * std::numbers::pi * delta * static_cast<double>(up)), n);
   if (config.real_only) {
     // A real message's coefficients are antisymmetric (c_(N-k) = -c_k), so
     // the lower half, the real parts, holds all of it: one EvalMod, then

@@ -179,8 +179,8 @@ class Runner {
     for (const HostSwitchKey& key : galois) report_.key_bytes += key.data.size() * sizeof(u64);
     gk_ = engine_->upload_galois_keys(galois);
     if (c_.plan.sparse_encapsulation) {
-      const auto keys = load_sparse_encapsulation_keys_file((dir / key_folder::sparse_encapsulation_keys).string(),
-                                                            *context_);
+      const auto keys =
+          load_sparse_encapsulation_keys_file((dir / key_folder::sparse_encapsulation_keys).string(), *context_);
       report_.key_bytes += (keys.dense_to_sparse.data.size() + keys.sparse_to_dense.data.size()) * sizeof(u64);
       encapsulation_ = circuits::upload(*engine_, keys);
     }
@@ -405,8 +405,8 @@ class Runner {
     CaptureOptions capture_options;
     capture_options.warmup = spec_.execution.warmup;
     GraphProgram graph = GraphProgram::capture(
-        engine_->backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); },
-        ValueTree(encrypt_inputs()), capture_options);
+        engine_->backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); }, ValueTree(encrypt_inputs()),
+        capture_options);
     report_.setup_ms = ms_since(setup);
     const CaptureStats& stats = graph.stats();
     report_.capture_ms = stats.capture_seconds * 1000.0;
