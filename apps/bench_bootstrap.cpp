@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   int runs = 5;
   int warmup = 1;
   bool graph = true;
+  bool against_cpu = false;
   circuits::BootstrapConfig config;
   app.add_option("--backend", backend_name, "backend name or plugin path; auto: cuda if it loads, else cpu");
   app.add_option("--log-n", log_n, "log2 of the ring degree")->check(CLI::Range(10, 17));
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "warm-up runs")->check(CLI::Range(0, 100));
   app.add_flag("!--no-graph", graph, "skip the GraphProgram capture and replay");
+  app.add_flag("--against-cpu", against_cpu,
+               "also bootstrap on cpu with the same keys and input, and compare the residues (exit 1 if they differ)");
   app.add_option("--coeff-to-slot-levels", config.coeff_to_slot_levels, "CoeffToSlot levels")->check(CLI::Range(1, 16));
   app.add_option("--slot-to-coeff-levels", config.slot_to_coeff_levels, "SlotToCoeff levels")->check(CLI::Range(1, 16));
   app.add_option("--double-angle", config.double_angle, "EvalMod's double-angle steps")->check(CLI::Range(0, 8));
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
       galois_keys = engine.upload_galois_keys(galois);
       engine.backend().synchronize();
     });
-    galois.clear();
+    if (!against_cpu) galois.clear();
     std::optional<circuits::Bootstrapper> bootstrapper;
     const double link_ms =
         milliseconds([&] { bootstrapper.emplace(engine, *relin_key, *galois_keys, *encapsulation, config); });
@@ -152,7 +155,8 @@ int main(int argc, char** argv) {
       if (message == "real") v = d(message_rng);
       if (message == "random") v = {d(message_rng), d(message_rng)};
     }
-    const Ciphertext x = engine.upload_ciphertext(encryptor.encrypt(encoder.encode(m, 0, params.scale), pk));
+    const HostValue x_host = encryptor.encrypt(encoder.encode(m, 0, params.scale), pk);
+    const Ciphertext x = engine.upload_ciphertext(x_host);
 
     for (int i = 0; i < warmup; ++i) (void)bootstrapper->bootstrap(x);
     engine.backend().synchronize();
@@ -265,8 +269,18 @@ int main(int argc, char** argv) {
       program.close();
     }
     out["peak_backend_bytes"] = chosen.backend->memory_usage().peak_bytes;
+    bool same = true;
+    if (against_cpu) {
+      // The oracle: the same keys and input on cpu, residues compared with ==.
+      const Engine cpu(context, apps::choose_backend("cpu").backend);
+      const RelinKey cpu_relin = cpu.upload_relinearization_key(*relin);
+      const GaloisKeys cpu_galois = cpu.upload_galois_keys(galois);
+      const circuits::Bootstrapper on_cpu(cpu, cpu_relin, cpu_galois, *encapsulation, config);
+      same = cpu.download(on_cpu.bootstrap(cpu.upload_ciphertext(x_host))).data == engine.download(y).data;
+      out["bit_exact_with_cpu"] = same;
+    }
     std::cout << json::serialize(out) << "\n";
-    return 0;
+    return same ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "fhelium-bench-bootstrap: " << e.what() << "\n";
     return 1;

@@ -133,8 +133,8 @@ for step in $steps; do
       ;;
     bootstrap)
       # The bootstrap tests on cuda (bit-exact against cpu at N = 2^12), one
-      # under memcheck, a 2^16 bootstrap under memcheck (about 35 s), and the
-      # 2^16 bootstrap benchmark (JSON).
+      # under memcheck, a 2^16 bootstrap under memcheck (about 35 s), whole
+      # bootstraps against cpu at 2^13..2^16, and the 2^16 benchmark (JSON).
       export FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins
       export FHELIUM_RUNTIME_TEST_BACKEND=cuda
       runtime_tests=$bundle/tests/runtime/fhelium_runtime_tests
@@ -149,6 +149,13 @@ for step in $steps; do
         --backend cuda --log-n 16 --runs 1 --warmup 0 --no-graph > "$out/bootstrap_memcheck_16.log" 2>&1
       echo "bootstrap 2^16 memcheck rc=$?"
       tail -1 "$out/bootstrap_memcheck_16.log"
+      # cuda against cpu, the same keys and input, residues compared with ==.
+      for args in "13 --user-levels 2" "14 --user-levels 2" "15 --user-levels 2 --slots 4096" "16 --real-only" \
+        "16 --slots 16384" "16"; do
+        timeout 200 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --runs 1 --warmup 0 --no-graph --against-cpu \
+          --log-n $args > "$out/bootstrap-against-cpu.json" 2>&1
+        echo "bootstrap against cpu, 2^$args rc=$?"
+      done
       for message in random constant; do
         timeout 400 "$bundle/apps/fhelium-bench-bootstrap" --backend cuda --log-n 16 --runs 10 --warmup 2 \
           --message $message > "$out/bootstrap-16-$message.json" 2> "$out/bootstrap-16-$message.log"
