@@ -18,7 +18,8 @@ build=$1
 seconds=$2
 here=$(cd "$(dirname "$0")" && pwd)
 artifacts="$build/fuzz-artifacts"
-targets="parameters plaintext ciphertext public_key relinearization_key galois_keys secret_key pipeline"
+targets="parameters plaintext ciphertext public_key relinearization_key galois_keys secret_key sparse_encapsulation_keys
+  pipeline"
 findings=0
 for target in $targets; do
   exe="$build/tests/fuzz/fhelium_fuzz_$target"
