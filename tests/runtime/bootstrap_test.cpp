@@ -46,6 +46,23 @@ Message through(const std::vector<Diagonals>& matrices, Message v) {
   return v;
 }
 
+// run_on(engine) on the backend named by FHELIUM_RUNTIME_TEST_BACKEND, when
+// there is one: its residues must equal cpu's, `expected`.
+template <class Run>
+void expect_bit_exact_on_test_backend(const Fixture& f, Run&& run_on, const HostValue& expected) {
+  const test::TestBackend other = test::runtime_test_backend();
+  if (!other.backend) return;
+  const Engine engine(f.context, other.backend);
+  EXPECT_TRUE(run_on(engine).data == expected.data) << "cpu and the test backend differ";
+}
+
+// An n-slot message as the encoder packs it: repeated over all `slots`.
+Message repeated_over(const Message& m, std::size_t slots) {
+  Message out(slots);
+  for (std::size_t i = 0; i < slots; ++i) out[i] = m[i % m.size()];
+  return out;
+}
+
 std::size_t bit_reverse(std::size_t x, std::size_t n) {
   std::size_t r = 0;
   for (std::size_t bit = 1; bit < n; bit <<= 1) r = (r << 1) | ((x & bit) ? 1 : 0);
@@ -215,11 +232,7 @@ TEST_F(Bootstrap, RestoresTheMessageAtAHighLevelBitExactOnEveryBackend) {
   EXPECT_LT(error, std::ldexp(1.0, -22)) << "bootstrapping error " << error << " (" << -std::log2(error) << " bits)";
   RecordProperty("max_error_bits", std::to_string(-std::log2(error)));
 
-  const test::TestBackend other = test::runtime_test_backend();
-  if (other.backend) {
-    const Engine engine(f.context, other.backend);
-    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
-  }
+  expect_bit_exact_on_test_backend(f, run_on, y);
 }
 
 // A dense main secret through the sparse-secret encapsulation: the key to
@@ -265,11 +278,7 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
   const HostValue y = run_on(f.engine);
   const double error = max_error(m, f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots()));
   EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
-  const test::TestBackend other = test::runtime_test_backend();
-  if (other.backend) {
-    const Engine engine(f.context, other.backend);
-    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
-  }
+  expect_bit_exact_on_test_backend(f, run_on, y);
   // Keys of another context are refused.
   Fixture g(p, 13);
   EXPECT_THROW(SparseEncapsulationKeys::generate(f.context, g.sk, f.rng), StateError);
@@ -318,19 +327,14 @@ TEST_F(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
     const HostValue y = run_on(f.engine);
     // Every slot of the N/2 repeats the n-slot message.
     const Message got = f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots());
-    Message repeated(f.slots());
-    for (std::size_t i = 0; i < repeated.size(); ++i) repeated[i] = m[i % n];
+    const Message repeated = repeated_over(m, f.slots());
     const double error = max_error(repeated, got);
     EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
     // One EvalMod: half the products of the full-slot bootstrap's two.
     BootstrapConfig full_config = config;
     full_config.slots = 0;
     EXPECT_EQ(2 * eval_mod_products(f, config), eval_mod_products(f, full_config));
-    const test::TestBackend other = test::runtime_test_backend();
-    if (other.backend) {
-      const Engine engine(f.context, other.backend);
-      EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
-    }
+    expect_bit_exact_on_test_backend(f, run_on, y);
   }
   BootstrapConfig odd;
   odd.slots = 48;
@@ -359,11 +363,7 @@ TEST_F(Bootstrap, RealOnlyRunsOneEvalModAndReturnsTheRealPart) {
   const HostValue y = run_on(f.engine);
   const double error = max_error(real_part, f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots()));
   EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
-  const test::TestBackend other = test::runtime_test_backend();
-  if (other.backend) {
-    const Engine engine(f.context, other.backend);
-    EXPECT_TRUE(run_on(engine).data == y.data) << "cpu and the test backend differ";
-  }
+  expect_bit_exact_on_test_backend(f, run_on, y);
   config.slots = f.slots() / 2;
   EXPECT_THROW(Bootstrapper::required_keys(f.context, config), InvalidArgumentError);
 }
@@ -399,8 +399,7 @@ TEST_F(Bootstrap, EachStageAgainstTheClearEvaluator) {
     // n slots, repeated over the N/2 as the encoder packs them (the clear
     // evaluator would pad a short input with zeros instead).
     const Message m = f.random_message(1.0, n);
-    Message repeated(f.slots());
-    for (std::size_t i = 0; i < repeated.size(); ++i) repeated[i] = m[i % n];
+    const Message repeated = repeated_over(m, f.slots());
     const runtime::ValueTree out = program.run(runtime::ValueTree(runtime::ValueTree::Map{{"x", f.encrypt(m, 0)}}));
     const auto clear = runtime::evaluate_clear(b.program(), {{"x", repeated}}, b.constant_values(), f.slots());
     auto decrypted = [&](const std::string& name) { return f.decrypt(out.at(name).ciphertext()); };
