@@ -368,6 +368,13 @@ TEST_F(SerializationTest, UnseekableStreamsLoad) {
   std::istream in(&pipe);
   EXPECT_EQ(load_ciphertext(in, ctx).data, ct.data);
 
+  // A seeded key expands after the read here (its seed cannot be read ahead).
+  const HostSwitchKey rk = f.keygen.relinearization_key(f.sk);
+  ASSERT_TRUE(rk.a_seed.has_value());
+  PipeBuf relin(saved([&](std::ostream& out) { save_relinearization_key(out, ctx, rk); }));
+  std::istream rin(&relin);
+  EXPECT_EQ(load_relinearization_key(rin, ctx).data, rk.data);
+
   std::vector<HostSwitchKey> keys = {f.keygen.galois_key(f.sk, ctx.galois_element(1)),
                                      f.keygen.galois_key(f.sk, ctx.galois_element(2))};
   PipeBuf galois(saved([&](std::ostream& out) { save_galois_keys(out, ctx, keys); }));
@@ -384,11 +391,14 @@ TEST_F(SerializationTest, ObjectsFollowEachOtherInOneStream) {
   std::stringstream s;
   save_parameters(s, ctx);
   save_public_key(s, ctx, f.pk);
+  const HostSwitchKey rk = f.keygen.relinearization_key(f.sk);
+  save_relinearization_key(s, ctx, rk);  // seeded: its seed is read ahead, then the stream comes back
   save_ciphertext(s, ctx, ct);
   EXPECT_EQ(peek_kind(s), ObjectKind::parameters);
   const auto loaded_ctx = load_context(s);
   EXPECT_EQ(peek_kind(s), ObjectKind::public_key);
   EXPECT_EQ(load_public_key(s, ctx).value.data, f.pk.value.data);
+  EXPECT_EQ(load_relinearization_key(s, ctx).data, rk.data);
   EXPECT_EQ(load_ciphertext(s, ctx).data, ct.data);
 }
 

@@ -142,6 +142,17 @@ std::optional<std::uint64_t> Input::remaining() const {
   return *end_ > at ? *end_ - at : 0;
 }
 
+bool Input::peek(std::uint64_t ahead, void* out, std::size_t bytes) {
+  const auto left = remaining();
+  if (!left || ahead > *left || bytes > *left - ahead) return false;
+  const auto here = in_.tellg();
+  const bool read = in_.seekg(static_cast<std::streamoff>(ahead), std::ios::cur) &&
+                    in_.read(static_cast<char*>(out), static_cast<std::streamsize>(bytes));
+  in_.clear();
+  if (!in_.seekg(here)) throw IoError("cannot seek back after reading ahead in the input");
+  return read;
+}
+
 ReadHeader read_header(Input& in, std::optional<ObjectKind> expected) {
   ReadHeader r;
   const std::string wanted = expected ? with_article(*expected) : "an FHElium object";

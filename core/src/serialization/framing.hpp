@@ -60,6 +60,9 @@ class Input {
   void read_exact(void* out, std::size_t bytes, const std::string& what);
   // Bytes left, when the stream is seekable.
   std::optional<std::uint64_t> remaining() const;
+  // Reads `bytes` at `ahead` bytes past the current position and comes back,
+  // when the stream is seekable; false otherwise (nothing is consumed).
+  bool peek(std::uint64_t ahead, void* out, std::size_t bytes);
   // Bytes read through this Input.
   std::uint64_t consumed() const { return consumed_; }
   std::istream& stream() { return in_; }

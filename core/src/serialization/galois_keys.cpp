@@ -208,6 +208,7 @@ HostSwitchKey GaloisKeyFile::read_entry(const Entry& e) {
   const bool seeded = (e.flags & flag_seeded) != 0;
   HostSwitchKey key = empty_switch_key(ctx, e.element);
   Seed seed{};
+  SeededExpansion expansion(in, ctx, key, e.flags);
   const auto segments = switch_key_segments(ctx, key, seeded, seed);
   Checksum check;
   check.update(e.row.data(), e.row.size());
@@ -215,7 +216,7 @@ HostSwitchKey GaloisKeyFile::read_entry(const Entry& e) {
   read_check(in, check, what);
   next_offset_ = e.offset + e.stored_bytes + check_bytes;
   if (bad) throw_bad_residue(*bad, segments, describe_switch_key_part, what);
-  finish_switch_key(ctx, key, seeded, seed);
+  expansion.finish(seed);
   return key;
 }
 

@@ -34,8 +34,9 @@ HostSwitchKey load_relinearization_key(std::istream& stream, const Context& ctx)
   check_sizes(h, switch_key_payload_bytes(ctx, h.seeded()), in.remaining(), what);
   HostSwitchKey key = empty_switch_key(ctx, 0);
   Seed seed{};
+  SeededExpansion expansion(in, ctx, key, h.flags);
   read_object_payload(in, r, switch_key_segments(ctx, key, h.seeded(), seed), describe_switch_key_part);
-  finish_switch_key(ctx, key, h.seeded(), seed);
+  expansion.finish(seed);
   return key;
 }
 

@@ -74,6 +74,38 @@ void finish_switch_key(const Context& ctx, HostSwitchKey& key, bool seeded, cons
   key.a_seed = seed;
 }
 
+SeededExpansion::SeededExpansion(Input& in, const Context& ctx, HostSwitchKey& key, std::uint16_t flags)
+    : context_(ctx), key_(key), seeded_((flags & flag_seeded) != 0) {
+  if (!seeded_ || (flags & flag_compressed) != 0) return;
+  const std::uint64_t seed_at = switch_key_payload_bytes(ctx, true) - sizeof(Seed);
+  if (!in.peek(seed_at, early_seed_.data(), early_seed_.size())) return;
+  worker_ = std::thread([this] {
+    try {
+      finish_switch_key(context_, key_, true, early_seed_);
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  });
+}
+
+SeededExpansion::~SeededExpansion() { join(); }
+
+void SeededExpansion::join() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void SeededExpansion::finish(const Seed& seed) {
+  if (!worker_.joinable()) {
+    finish_switch_key(context_, key_, seeded_, seed);
+    return;
+  }
+  join();
+  if (failure_) std::rethrow_exception(failure_);
+  // The check matched the payload read in order; a seed read ahead that
+  // differs means the input changed between the two reads.
+  if (seed != early_seed_) throw IoError("the input changed while it was read: its seed differs from the one read ahead");
+}
+
 std::string describe_switch_key_part(int part, int limb) {
   return "digit " + std::to_string(part / 2) + (part % 2 == 0 ? " b" : " a") + ", key limb " + std::to_string(limb);
 }

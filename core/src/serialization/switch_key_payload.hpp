@@ -3,7 +3,9 @@
 // b_j then the 32-byte seed of the a_j.
 #pragma once
 
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fhelium/keys.hpp"
@@ -22,6 +24,33 @@ std::vector<ConstSegment> switch_key_segments(const Context& context, const Host
 HostSwitchKey empty_switch_key(const Context& context, std::uint32_t galois_element);
 std::vector<Segment> switch_key_segments(const Context& context, HostSwitchKey& key, bool seeded, Seed& seed);
 void finish_switch_key(const Context& context, HostSwitchKey& key, bool seeded, const Seed& seed);
+
+// finish_switch_key on a second thread while the b_j are read: for an
+// uncompressed seeded payload on a seekable input, the seed is read ahead from
+// the payload's end and the a_j are expanded from it meanwhile (on 2 cores the
+// expansion no longer adds to the read). finish() then only checks that the
+// payload's own seed is the one read ahead; elsewhere it expands as usual.
+class SeededExpansion {
+ public:
+  // `flags`: the object's or the Galois key entry's (seeded, compressed).
+  SeededExpansion(Input& in, const Context& context, HostSwitchKey& key, std::uint16_t flags);
+  ~SeededExpansion();
+  SeededExpansion(const SeededExpansion&) = delete;
+  SeededExpansion& operator=(const SeededExpansion&) = delete;
+
+  // After the payload and its check were read; `seed` is the payload's.
+  void finish(const Seed& seed);
+
+ private:
+  void join();
+
+  const Context& context_;
+  HostSwitchKey& key_;
+  bool seeded_;
+  Seed early_seed_{};
+  std::thread worker_;
+  std::exception_ptr failure_;
+};
 
 std::string describe_switch_key_part(int part, int limb);
 
