@@ -1,9 +1,10 @@
 // Times loading a saved relinearization key and a saved ciphertext into the
-// CUDA backend (load_*_file, then Engine::upload_*, until the device holds
-// them) against the floor: the same file read into pinned memory and copied
-// to the device with one cudaMemcpy. Files are uncompressed and read from a
-// warm page cache; prints JSON (medians, minimums, runs, sizes, the ratio).
-// Not a test.
+// CUDA backend with load_*_file(path, engine) (read and checked in the pinned
+// staging, until the device holds them) against the floor: the same file read
+// into pinned memory and copied to the device with one cudaMemcpy. Beside it,
+// the host path (load_*_file(path, context), then Engine::upload_*) and the
+// seeded key. Files are uncompressed and read from a warm page cache; prints
+// JSON (medians, minimums, runs, sizes, the ratio). Not a test.
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
@@ -63,15 +64,25 @@ json::object pinned_copy(const std::string& path, int runs) {
   return out;
 }
 
-json::object compare(const std::string& what, const std::string& path, int runs, const std::function<void()>& load) {
+// `load`: into the engine; `host_load`: the host object, then its upload.
+json::object compare(const std::string& what, const std::string& path, int runs, const std::function<void()>& load,
+                     const std::function<void()>& host_load) {
   json::object floor = pinned_copy(path, runs);
   json::object ours = timed(runs, load);
+  json::object host = timed(runs, host_load);
   const double ratio = ours.at("median_ms").as_double() / floor.at("median_ms").as_double();
   return {{"object", what},
           {"file_bytes", fs::file_size(path)},
           {"load_and_upload", ours},
+          {"host_load_then_upload", host},
           {"pinned_read_and_copy", floor},
           {"ratio", ratio}};
+}
+
+std::string device_name(int device) {
+  cudaDeviceProp properties{};
+  check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  return properties.name;
 }
 
 }  // namespace
@@ -93,7 +104,8 @@ int main(int argc, char** argv) {
     Csprng rng;
     KeyGenerator keygen(context, rng);
     const SecretKey sk = keygen.secret_key();
-    HostSwitchKey rk = keygen.relinearization_key(sk);
+    const HostSwitchKey seeded_rk = keygen.relinearization_key(sk);
+    HostSwitchKey rk = seeded_rk;
     rk.a_seed.reset();  // the full form: a seeded key spends its load expanding a
     Encoder encoder(context);
     Encryptor encryptor(context, rng);
@@ -102,21 +114,44 @@ int main(int argc, char** argv) {
         encryptor.encrypt(encoder.encode(values, context->max_level(), context->params().scale), keygen.public_key(sk));
     fs::create_directories(folder);
     const std::string rk_path = (fs::path(folder) / "relinearization.key").string();
+    const std::string seeded_rk_path = (fs::path(folder) / "relinearization-seeded.key").string();
     const std::string ct_path = (fs::path(folder) / "x.ct").string();
     save_relinearization_key_file(rk_path, *context, rk);
+    save_relinearization_key_file(seeded_rk_path, *context, seeded_rk);
     save_ciphertext_file(ct_path, *context, ct);
+    const auto key_loads = [&](const std::string& path) {
+      return std::pair<std::function<void()>, std::function<void()>>{
+          [&, path] {
+            [[maybe_unused]] const RelinKey key = load_relinearization_key_file(path, engine);
+            engine.backend().synchronize();
+          },
+          [&, path] {
+            [[maybe_unused]] const RelinKey key =
+                engine.upload_relinearization_key(load_relinearization_key_file(path, *context));
+            engine.backend().synchronize();
+          }};
+    };
     json::array results;
-    results.push_back(compare("relinearization key", rk_path, runs, [&] {
-      [[maybe_unused]] const RelinKey key =
-          engine.upload_relinearization_key(load_relinearization_key_file(rk_path, *context));
-      engine.backend().synchronize();
-    }));
-    results.push_back(compare("ciphertext", ct_path, runs, [&] {
-      [[maybe_unused]] const Ciphertext c = engine.upload_ciphertext(load_ciphertext_file(ct_path, *context));
-      engine.backend().synchronize();
-    }));
+    const auto [key_load, key_host_load] = key_loads(rk_path);
+    results.push_back(compare("relinearization key", rk_path, runs, key_load, key_host_load));
+    const auto [seeded_load, seeded_host_load] = key_loads(seeded_rk_path);
+    results.push_back(compare("relinearization key, seeded", seeded_rk_path, runs, seeded_load, seeded_host_load));
+    results.push_back(compare(
+        "ciphertext", ct_path, runs,
+        [&] {
+          [[maybe_unused]] const Ciphertext c = load_ciphertext_file(ct_path, engine);
+          engine.backend().synchronize();
+        },
+        [&] {
+          [[maybe_unused]] const Ciphertext c = engine.upload_ciphertext(load_ciphertext_file(ct_path, *context));
+          engine.backend().synchronize();
+        }));
     fs::remove_all(folder);
-    std::cout << json::serialize(json::object{{"preset", preset_name}, {"results", results}}) << "\n";
+    std::cout << json::serialize(json::object{{"benchmark", "fhelium-bench-cuda-load"},
+                                              {"machine", device_name(device)},
+                                              {"preset", preset_name},
+                                              {"results", results}})
+              << "\n";
   } catch (const std::exception& e) {
     std::cerr << "fhelium-bench-cuda-load: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,7 @@
 // Defaults of the optional Backend capabilities, for synchronous backends.
 #include "fhelium/backend/backend.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "fhelium/backend/limb_kernels.hpp"
@@ -21,6 +22,14 @@ void Backend::copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream*) {
   std::vector<unsigned char> staging(bytes);
   download(src, staging.data(), bytes);
   upload(dst, staging.data(), bytes);
+}
+
+void Backend::upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) {
+  std::vector<std::byte> host(bytes);
+  for (std::size_t offset = 0; offset < bytes; offset += upload_chunk_bytes) {
+    fill(std::span(host).subspan(offset, std::min(upload_chunk_bytes, bytes - offset)), offset);
+  }
+  upload(dst, host.data(), bytes);
 }
 
 void Backend::begin_capture() {

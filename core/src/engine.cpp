@@ -1,6 +1,7 @@
 #include "fhelium/engine.hpp"
 
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -133,16 +134,22 @@ std::vector<u64> Engine::constant_residues(double scaled_value, int level) const
 // ---- transfers ----
 
 namespace {
-void check_host(const Context& ctx, const HostValue& v, int min_components, int max_components, const char* what) {
-  const ValueState& s = v.state;
+// `words`: the host value's size, when there is one.
+void check_host(const Context& ctx, const ValueState& s, std::optional<std::size_t> words, int min_components,
+                int max_components, const char* what) {
   if (s.context_id != ctx.id() || s.basis != Basis::Q || s.components < min_components ||
       s.components > max_components || s.level < 0 || s.level > ctx.max_level() ||
-      v.data.size() != s.words(ctx)) {
-    throw StateError(std::string(what) + ": host value " + s.describe() + " with " + std::to_string(v.data.size()) +
-                     " words does not fit context " + std::to_string(ctx.id()) + " (expected " +
+      (words && *words != s.words(ctx))) {
+    throw StateError(std::string(what) + ": host value " + s.describe() +
+                     (words ? " with " + std::to_string(*words) + " words" : std::string()) +
+                     " does not fit context " + std::to_string(ctx.id()) + " (expected " +
                      std::to_string(min_components) + ".." + std::to_string(max_components) +
                      " Q-basis components of the matching size)");
   }
+}
+
+void check_host(const Context& ctx, const HostValue& v, int min_components, int max_components, const char* what) {
+  check_host(ctx, v.state, v.data.size(), min_components, max_components, what);
 }
 }  // namespace
 
@@ -150,6 +157,13 @@ Ciphertext Engine::upload_ciphertext(const HostValue& value) const {
   check_host(*context_, value, 2, 3, "upload_ciphertext");
   Ciphertext ct = make_ciphertext(value.state);
   backend_->upload(*ct.buffer, value.data.data(), value.data.size() * sizeof(u64));
+  return ct;
+}
+
+Ciphertext Engine::upload_ciphertext(const ValueState& state, const Backend::ChunkFill& fill) const {
+  check_host(*context_, state, std::nullopt, 2, 3, "upload_ciphertext");
+  Ciphertext ct = make_ciphertext(state);
+  backend_->upload_filled(*ct.buffer, state.words(*context_) * sizeof(u64), fill);
   return ct;
 }
 
@@ -197,6 +211,17 @@ RelinKey Engine::upload_relinearization_key(const HostSwitchKey& key) const {
   }
   RelinKey rk;
   static_cast<SwitchKey&>(rk) = upload_key(*backend_, *context_, key);
+  return rk;
+}
+
+RelinKey Engine::upload_relinearization_key(const Backend::ChunkFill& fill) const {
+  RelinKey rk;
+  rk.context_id = context_->id();
+  rk.digits = context_->key_digits();
+  const std::size_t words = static_cast<std::size_t>(rk.digits) * 2 * static_cast<std::size_t>(context_->key_limbs()) *
+                            context_->ring_degree();
+  rk.buffer = backend_->allocate(words * sizeof(u64));
+  backend_->upload_filled(*rk.buffer, words * sizeof(u64), fill);
   return rk;
 }
 

@@ -163,6 +163,12 @@ void RecordingBackend::upload(Buffer& dst, const void* src, std::size_t bytes) {
   inner().upload(dst, src, bytes);
 }
 
+void RecordingBackend::upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) {
+  refuse_during_capture("upload_filled");
+  stream_->drain();
+  inner().upload_filled(dst, bytes, fill);
+}
+
 void RecordingBackend::download(const Buffer& src, void* dst, std::size_t bytes) {
   refuse_during_capture("download");
   stream_->drain();

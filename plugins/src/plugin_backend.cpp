@@ -3,6 +3,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -202,6 +204,39 @@ class PluginBackend final : public Backend {
   void upload(Buffer& dst, const void* src, std::size_t bytes) override {
     FheliumTransferArgs args = transfer(&dst, const_cast<void*>(src), bytes);
     instance_->check(instance_->api().upload(&args), "upload");
+  }
+  void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, upload_filled) + sizeof(api.upload_filled);
+    if (!has || api.upload_filled == nullptr) return Backend::upload_filled(dst, bytes, fill);
+    // The fill's exception cannot cross the C boundary: it waits here and is
+    // rethrown as it was (a loader's FormatError stays one).
+    struct Filler {
+      const ChunkFill* fill;
+      std::exception_ptr failure;
+    } filler{&fill, nullptr};
+    FheliumFilledUploadArgs args{};
+    args.struct_size = sizeof(args);
+    args.backend = instance_->handle;
+    args.buffer = handle_of(&dst);
+    args.bytes = bytes;
+    args.fill = [](void* user, void* chunk, std::size_t offset, std::size_t length) -> std::int32_t {
+      auto* f = static_cast<Filler*>(user);
+      try {
+        (*f->fill)(std::span(static_cast<std::byte*>(chunk), length), offset);
+        return 0;
+      } catch (...) {
+        f->failure = std::current_exception();
+        return 1;
+      }
+    };
+    args.fill_user = &filler;
+    FheliumError* error = api.upload_filled(&args);
+    if (filler.failure) {
+      if (error != nullptr) api.error_destroy(error);
+      std::rethrow_exception(filler.failure);
+    }
+    instance_->check(error, "upload_filled");
   }
   void download(const Buffer& src, void* dst, std::size_t bytes) override {
     FheliumTransferArgs args = transfer(&src, dst, bytes);

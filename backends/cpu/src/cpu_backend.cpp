@@ -33,6 +33,15 @@ class CpuBackend final : public Backend {
     std::memcpy(static_cast<CpuBuffer&>(dst).data(), src, bytes);
   }
 
+  // The value's own memory is lent: a load writes and checks it in place.
+  void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override {
+    check_size(dst, bytes, "upload_filled");
+    auto* data = reinterpret_cast<std::byte*>(static_cast<CpuBuffer&>(dst).data());
+    for (std::size_t offset = 0; offset < bytes; offset += upload_chunk_bytes) {
+      fill(std::span(data + offset, std::min(upload_chunk_bytes, bytes - offset)), offset);
+    }
+  }
+
   void download(const Buffer& src, void* dst, std::size_t bytes) override {
     check_size(src, bytes, "download");
     std::memcpy(dst, static_cast<const CpuBuffer&>(src).data(), bytes);

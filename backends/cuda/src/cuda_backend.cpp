@@ -140,6 +140,11 @@ class CudaBackend final : public Backend {
     runtime_->upload(device_buffer(dst, bytes, "upload").data(), src, bytes);
   }
 
+  void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override {
+    runtime_->refuse_during_capture("upload");
+    runtime_->upload_filled(device_buffer(dst, bytes, "upload").data(), bytes, fill);
+  }
+
   void download(const Buffer& src, void* dst, std::size_t bytes) override {
     runtime_->refuse_during_capture("download");
     runtime_->download(dst, device_buffer(src, bytes, "download").data(), bytes);

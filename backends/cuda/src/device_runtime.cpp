@@ -191,17 +191,23 @@ void DeviceRuntime::release(void* pointer, std::size_t bytes) noexcept {
 }
 
 void DeviceRuntime::upload(void* device_dst, const void* host_src, std::size_t bytes) {
+  const auto* src = static_cast<const std::byte*>(host_src);
+  upload_filled(device_dst, bytes, [&](std::span<std::byte> chunk, std::size_t offset) {
+    std::memcpy(chunk.data(), src + offset, chunk.size());
+  });
+}
+
+void DeviceRuntime::upload_filled(void* device_dst, std::size_t bytes, const Backend::ChunkFill& fill) {
   refuse_during_capture("upload");
   activate();
   std::lock_guard lock(staging_mutex_);
-  auto* dst = static_cast<unsigned char*>(device_dst);
-  const auto* src = static_cast<const unsigned char*>(host_src);
+  auto* dst = static_cast<std::byte*>(device_dst);
   std::size_t chunk = 0;
   for (std::size_t offset = 0; offset < bytes; offset += staging_bytes, ++chunk) {
     const std::size_t i = chunk % staging_.size();
     const std::size_t length = std::min(staging_bytes, bytes - offset);
     check(cudaEventSynchronize(staging_done_[i]), "cudaEventSynchronize (staging)");  // previous copy out of it
-    std::memcpy(staging_[i], src + offset, length);
+    fill(std::span(static_cast<std::byte*>(staging_[i]), length), offset);
     check(cudaMemcpyAsync(dst + offset, staging_[i], length, cudaMemcpyHostToDevice, stream_),
           "cudaMemcpyAsync (upload)");
     check(cudaEventRecord(staging_done_[i], stream_), "cudaEventRecord (staging)");

@@ -77,6 +77,9 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   // Host -> device through pinned staging; returns once the host memory may
   // be reused (the copy itself may still be in flight on the stream).
   void upload(void* device_dst, const void* host_src, std::size_t bytes);
+  // Host -> device where `fill` writes each chunk straight into the pinned
+  // staging (Backend::upload_filled); the chunks are staging_bytes.
+  void upload_filled(void* device_dst, std::size_t bytes, const Backend::ChunkFill& fill);
   // Device -> host through pinned staging; waits for the stream.
   void download(void* host_dst, const void* device_src, std::size_t bytes);
   // Fills device memory with a byte value (stream-ordered).
@@ -120,7 +123,7 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   void free_capture_memory(std::vector<Block> blocks, std::vector<Block> retired) noexcept;
 
  private:
-  static constexpr std::size_t staging_bytes = std::size_t{8} << 20;
+  static constexpr std::size_t staging_bytes = Backend::upload_chunk_bytes;
   [[noreturn]] void throw_allocation_error(std::size_t bytes, cudaError_t error) const;
   void free_now(const std::vector<Block>& blocks, const std::vector<Block>& retired) noexcept;
   void destroy_sides() noexcept;

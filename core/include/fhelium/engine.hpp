@@ -36,6 +36,12 @@ class Engine {
   SwitchKey upload_switching_key(const HostSwitchKey& key) const;
   // Galois keys for every element in `keys` (gathered by the caller).
   GaloisKeys upload_galois_keys(std::span<const HostSwitchKey> keys) const;
+  // Written by `fill` straight into backend memory (Backend::upload_filled),
+  // with no host copy: the path of load_ciphertext(in, engine) and of the
+  // other loaders into an engine. The state is checked as upload_ciphertext
+  // checks a host value's.
+  Ciphertext upload_ciphertext(const ValueState& state, const Backend::ChunkFill& fill) const;
+  RelinKey upload_relinearization_key(const Backend::ChunkFill& fill) const;
 
   // Addition and subtraction (equal level, scale and domain).
   Ciphertext add(const Ciphertext& a, const Ciphertext& b) const;

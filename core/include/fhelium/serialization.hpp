@@ -23,6 +23,7 @@
 
 #include "fhelium/context.hpp"
 #include "fhelium/encryptor.hpp"
+#include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/sparse_encapsulation.hpp"
 #include "fhelium/value.hpp"
@@ -78,6 +79,13 @@ void save_ciphertext(std::ostream& out, const Context& context, const HostValue&
 void save_ciphertext(std::ostream& out, const Context& context, const SeededCiphertext& ciphertext,
                      SaveOptions options = {});
 HostValue load_ciphertext(std::istream& in, const Context& context);
+// Straight into the engine's backend (Engine::upload_ciphertext with a fill):
+// the payload is read, hashed and checked in the memory the backend lends
+// (its pinned staging on cuda, the value itself on cpu), with no host copy of
+// the object; the same checks and errors as the host loader, and on any
+// error no value (the backend memory is released). A seeded ciphertext is
+// expanded on the host first.
+Ciphertext load_ciphertext(std::istream& in, const Engine& engine);
 
 // Keys with an a_seed are stored seeded (their `a` as the 32-byte seed, about
 // half the bytes); the seed is trusted to reproduce `a`, so a key whose `a`
@@ -88,6 +96,9 @@ PublicKey load_public_key(std::istream& in, const Context& context);
 void save_relinearization_key(std::ostream& out, const Context& context, const HostSwitchKey& key,
                               SaveOptions options = {});
 HostSwitchKey load_relinearization_key(std::istream& in, const Context& context);
+// Straight into the engine's backend, as load_ciphertext(in, engine); a
+// seeded key is expanded on the host first.
+RelinKey load_relinearization_key(std::istream& in, const Engine& engine);
 
 // A set of Galois keys: an index (element, offset, size) followed by one entry
 // per key, each with its own integrity check, so one key can be loaded alone.
@@ -154,12 +165,14 @@ void save_ciphertext_file(const std::string& path, const Context& context, const
 void save_ciphertext_file(const std::string& path, const Context& context, const SeededCiphertext& ciphertext,
                           SaveOptions options = {});
 HostValue load_ciphertext_file(const std::string& path, const Context& context);
+Ciphertext load_ciphertext_file(const std::string& path, const Engine& engine);
 void save_public_key_file(const std::string& path, const Context& context, const PublicKey& key,
                           SaveOptions options = {});
 PublicKey load_public_key_file(const std::string& path, const Context& context);
 void save_relinearization_key_file(const std::string& path, const Context& context, const HostSwitchKey& key,
                                    SaveOptions options = {});
 HostSwitchKey load_relinearization_key_file(const std::string& path, const Context& context);
+RelinKey load_relinearization_key_file(const std::string& path, const Engine& engine);
 void save_galois_keys_file(const std::string& path, const Context& context, std::span<const HostSwitchKey> keys,
                            SaveOptions options = {});
 std::vector<HostSwitchKey> load_galois_keys_file(const std::string& path, const Context& context);

@@ -74,6 +74,11 @@ HostValue load_ciphertext_file(const std::string& path, const Context& context) 
   return load_ciphertext(in, context);
 }
 
+Ciphertext load_ciphertext_file(const std::string& path, const Engine& engine) {
+  auto in = open_input(path);
+  return load_ciphertext(in, engine);
+}
+
 void save_public_key_file(const std::string& path, const Context& context, const PublicKey& key, SaveOptions options) {
   save_file(path, [&](std::ostream& out) { save_public_key(out, context, key, options); });
 }
@@ -91,6 +96,11 @@ void save_relinearization_key_file(const std::string& path, const Context& conte
 HostSwitchKey load_relinearization_key_file(const std::string& path, const Context& context) {
   auto in = open_input(path);
   return load_relinearization_key(in, context);
+}
+
+RelinKey load_relinearization_key_file(const std::string& path, const Engine& engine) {
+  auto in = open_input(path);
+  return load_relinearization_key(in, engine);
 }
 
 void save_galois_keys_file(const std::string& path, const Context& context, std::span<const HostSwitchKey> keys,

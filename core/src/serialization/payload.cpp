@@ -21,19 +21,19 @@ constexpr std::size_t input_chunk = std::size_t{1} << 20;  // compressed input i
 struct CctxFree {
   void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
 };
-struct DctxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
 
 std::string zstd_error(std::size_t code) { return ZSTD_getErrorName(code); }
 
-// The first word not below `bound`; one branch-free pass for the common case.
+}  // namespace
+
 std::optional<std::size_t> first_not_below(const u64* words, std::size_t count, u64 bound) {
   u64 any = 0;
   for (std::size_t k = 0; k < count; ++k) any |= static_cast<u64>(words[k] >= bound);
   if (any == 0) return std::nullopt;
   return static_cast<std::size_t>(std::find_if(words, words + count, [&](u64 w) { return w >= bound; }) - words);
 }
+
+namespace {
 
 void scan(const Segment& s, std::size_t index, std::optional<BadResidue>& bad) {
   if (s.bound == 0 || bad) return;
@@ -52,93 +52,6 @@ std::string hex64(std::uint64_t x) {
   char text[19];
   std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(x));
   return text;
-}
-
-std::optional<BadResidue> read_raw(Input& in, Checksum& check, std::span<const Segment> segments,
-                                   const std::string& what) {
-  const std::uint64_t total = total_bytes(segments);
-  std::uint64_t done = 0;
-  std::optional<BadResidue> bad;
-  for (std::size_t i = 0; i < segments.size(); ++i) {
-    const Segment& s = segments[i];
-    const std::size_t got = in.read_some(s.data, s.bytes);
-    done += got;
-    if (got != s.bytes) {
-      throw FormatError(what + "'s payload ends after " + std::to_string(done) + " of " + std::to_string(total) +
-                        " bytes: the input is truncated");
-    }
-    check.update(s.data, s.bytes);
-    scan(s, i, bad);
-  }
-  return bad;
-}
-
-std::optional<BadResidue> read_compressed(Input& in, Checksum& check, std::uint64_t stored_bytes,
-                                          std::span<const Segment> segments, const std::string& what) {
-  const std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-  if (!dctx) throw Error("could not create a zstd decompression context");
-  // A window larger than the payload is never needed (frames are written with
-  // their size pledged), so a frame cannot make zstd allocate more than that.
-  const std::uint64_t payload = total_bytes(segments);
-  const ZSTD_bounds bounds = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
-  const int window_log = std::clamp(static_cast<int>(std::bit_width(payload)), bounds.lowerBound, bounds.upperBound);
-  ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, window_log);
-  std::vector<std::uint8_t> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(stored_bytes, input_chunk)));
-  ZSTD_inBuffer input{chunk.data(), 0, 0};
-  std::uint64_t unread = stored_bytes;
-  std::uint64_t produced = 0;
-  std::size_t segment = 0;
-  std::uint8_t overflow = 0;  // a place for output past the declared size, to detect it
-  const auto output_for = [&](std::size_t i) {
-    return i < segments.size() ? ZSTD_outBuffer{segments[i].data, segments[i].bytes, 0}
-                               : ZSTD_outBuffer{&overflow, 1, 0};
-  };
-  ZSTD_outBuffer output = output_for(segment);
-  std::optional<BadResidue> bad;
-  for (;;) {
-    if (input.pos == input.size && unread > 0) {
-      const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(unread, chunk.size()));
-      const std::size_t got = in.read_some(chunk.data(), take);
-      if (got != take) {
-        throw FormatError(what + "'s compressed payload ends after " + std::to_string(stored_bytes - unread + got) +
-                          " of " + std::to_string(stored_bytes) + " bytes: the input is truncated");
-      }
-      check.update(chunk.data(), got);
-      input = {chunk.data(), got, 0};
-      unread -= got;
-    }
-    const std::size_t in_before = input.pos;
-    const std::size_t out_before = output.pos;
-    const std::size_t left = ZSTD_decompressStream(dctx.get(), &output, &input);
-    if (ZSTD_isError(left))
-      throw FormatError(what + "'s compressed payload is not a valid zstd frame: " + zstd_error(left));
-    produced += output.pos - out_before;
-    if (segment == segments.size() && output.pos > 0) {
-      throw FormatError(what + "'s compressed payload decompresses to more than the declared " +
-                        std::to_string(total_bytes(segments)) + " bytes");
-    }
-    if (segment < segments.size() && output.pos == output.size) {
-      scan(segments[segment], segment, bad);
-      output = output_for(++segment);
-    }
-    if (left == 0) {
-      if (input.pos != input.size || unread != 0) {
-        throw FormatError(what + "'s compressed payload has " + std::to_string(input.size - input.pos + unread) +
-                          " bytes after the end of its zstd frame");
-      }
-      break;
-    }
-    const bool stuck = input.pos == in_before && output.pos == out_before && input.pos == input.size && unread == 0;
-    if (stuck && output.pos != output.size) {
-      throw FormatError(what + "'s compressed payload ends inside its zstd frame, after " + std::to_string(produced) +
-                        " decompressed bytes");
-    }
-  }
-  if (segment != segments.size()) {
-    throw FormatError(what + "'s compressed payload decompresses to " + std::to_string(produced) +
-                      " bytes, expected the declared " + std::to_string(total_bytes(segments)));
-  }
-  return bad;
 }
 
 }  // namespace
@@ -187,9 +100,104 @@ void StoredPayload::write(std::ostream& out, Checksum& check) const {
   }
 }
 
+PayloadReader::PayloadReader(Input& in, Checksum& check, bool compressed, std::uint64_t stored_bytes,
+                             std::uint64_t payload_bytes, std::string what)
+    : in_(in),
+      check_(check),
+      compressed_(compressed),
+      payload_bytes_(payload_bytes),
+      stored_bytes_(stored_bytes),
+      unread_(stored_bytes),
+      what_(std::move(what)) {
+  if (!compressed_) return;
+  dctx_.reset(ZSTD_createDCtx());
+  if (!dctx_) throw Error("could not create a zstd decompression context");
+  // A window larger than the payload is never needed (frames are written with
+  // their size pledged), so a frame cannot make zstd allocate more than that.
+  const ZSTD_bounds bounds = ZSTD_dParam_getBounds(ZSTD_d_windowLogMax);
+  const int window_log =
+      std::clamp(static_cast<int>(std::bit_width(payload_bytes)), bounds.lowerBound, bounds.upperBound);
+  ZSTD_DCtx_setParameter(dctx_.get(), ZSTD_d_windowLogMax, window_log);
+  chunk_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(stored_bytes, input_chunk)));
+}
+
+PayloadReader::~PayloadReader() = default;
+
+void PayloadReader::read(void* out, std::size_t bytes, bool hash) {
+  if (!compressed_) {
+    const std::size_t got = in_.read_some(out, bytes);
+    produced_ += got;
+    if (got != bytes) {
+      throw FormatError(what_ + "'s payload ends after " + std::to_string(produced_) + " of " +
+                        std::to_string(payload_bytes_) + " bytes: the input is truncated");
+    }
+    if (hash) check_.update(out, bytes);
+    return;
+  }
+  ZSTD_outBuffer output{out, bytes, 0};
+  while (output.pos < output.size) {
+    if (frame_done_) {
+      throw FormatError(what_ + "'s compressed payload decompresses to " + std::to_string(produced_) +
+                        " bytes, expected the declared " + std::to_string(payload_bytes_));
+    }
+    decompress(output);
+  }
+}
+
+void PayloadReader::finish() {
+  if (!compressed_) return;
+  std::uint8_t overflow = 0;  // a place for output past the declared size, to detect it
+  while (!frame_done_) {
+    ZSTD_outBuffer output{&overflow, 1, 0};
+    decompress(output);
+    if (output.pos > 0) {
+      throw FormatError(what_ + "'s compressed payload decompresses to more than the declared " +
+                        std::to_string(payload_bytes_) + " bytes");
+    }
+  }
+  if (input_.pos != input_.size || unread_ != 0) {
+    throw FormatError(what_ + "'s compressed payload has " + std::to_string(input_.size - input_.pos + unread_) +
+                      " bytes after the end of its zstd frame");
+  }
+}
+
+void PayloadReader::decompress(ZSTD_outBuffer& output) {
+  if (input_.pos == input_.size && unread_ > 0) {
+    const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(unread_, chunk_.size()));
+    const std::size_t got = in_.read_some(chunk_.data(), take);
+    if (got != take) {
+      throw FormatError(what_ + "'s compressed payload ends after " + std::to_string(stored_bytes_ - unread_ + got) +
+                        " of " + std::to_string(stored_bytes_) + " bytes: the input is truncated");
+    }
+    check_.update(chunk_.data(), got);
+    input_ = {chunk_.data(), got, 0};
+    unread_ -= got;
+  }
+  const std::size_t in_before = input_.pos;
+  const std::size_t out_before = output.pos;
+  const std::size_t left = ZSTD_decompressStream(dctx_.get(), &output, &input_);
+  if (ZSTD_isError(left)) {
+    throw FormatError(what_ + "'s compressed payload is not a valid zstd frame: " + zstd_error(left));
+  }
+  produced_ += output.pos - out_before;
+  if (left == 0) {
+    frame_done_ = true;
+  } else if (input_.pos == in_before && output.pos == out_before && input_.pos == input_.size && unread_ == 0) {
+    throw FormatError(what_ + "'s compressed payload ends inside its zstd frame, after " + std::to_string(produced_) +
+                      " decompressed bytes");
+  }
+}
+
 std::optional<BadResidue> read_stored(Input& in, Checksum& check, bool compressed, std::uint64_t stored_bytes,
                                       std::span<const Segment> segments, const std::string& what) {
-  return compressed ? read_compressed(in, check, stored_bytes, segments, what) : read_raw(in, check, segments, what);
+  PayloadReader reader(in, check, compressed, stored_bytes, total_bytes(segments), what);
+  std::optional<BadResidue> bad;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    reader.read(segments[i].data, segments[i].bytes);
+    scan(segments[i], i, bad);
+  }
+  reader.finish();
+  return bad;
 }
 
 void read_check(Input& in, const Checksum& check, const std::string& what) {
@@ -237,8 +245,12 @@ void read_object_payload(Input& in, const ReadHeader& header, std::span<const Se
 void throw_bad_residue(const BadResidue& bad, std::span<const Segment> segments, const DescribeSegment& describe,
                        const std::string& what) {
   const Segment& s = segments[bad.segment];
-  throw FormatError("residue " + std::to_string(bad.value) + " at " + describe(s.part, s.limb) + ", coefficient " +
-                    std::to_string(bad.index) + " of " + what + " is not below its prime " + std::to_string(s.bound) +
+  throw_bad_residue(bad.value, s.bound, describe(s.part, s.limb) + ", coefficient " + std::to_string(bad.index), what);
+}
+
+void throw_bad_residue(u64 value, u64 prime, const std::string& where, const std::string& what) {
+  throw FormatError("residue " + std::to_string(value) + " at " + where + " of " + what + " is not below its prime " +
+                    std::to_string(prime) +
                     ": the object is invalid (its integrity check matches, so it was written so)");
 }
 

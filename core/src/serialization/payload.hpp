@@ -4,9 +4,12 @@
 // each segment is still in cache.
 #pragma once
 
+#include <zstd.h>
+
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,6 +59,47 @@ struct BadResidue {
   u64 value = 0;
 };
 
+// The first word not below `bound`; one branch-free pass for the common case.
+std::optional<std::size_t> first_not_below(const u64* words, std::size_t count, u64 bound);
+
+// Reads a payload's stored bytes (raw, or one zstd frame when `compressed`) in
+// consecutive pieces of the caller's choosing, hashing the stored bytes into
+// `check`. finish() checks that the frame ends exactly at the declared size.
+class PayloadReader {
+ public:
+  PayloadReader(Input& in, Checksum& check, bool compressed, std::uint64_t stored_bytes, std::uint64_t payload_bytes,
+                std::string what);
+  ~PayloadReader();
+  PayloadReader(const PayloadReader&) = delete;
+  PayloadReader& operator=(const PayloadReader&) = delete;
+
+  // The next `bytes` of the payload, or FormatError (truncated, corrupted
+  // frame). `hash` false: the payload is raw (!compressed()) and the caller
+  // hashes these bytes into the check itself, in order.
+  void read(void* out, std::size_t bytes, bool hash = true);
+  bool compressed() const { return compressed_; }
+  void finish();
+
+ private:
+  struct DctxFree {
+    void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+  };
+  void decompress(ZSTD_outBuffer& output);
+
+  Input& in_;
+  Checksum& check_;
+  bool compressed_;
+  std::uint64_t payload_bytes_;
+  std::uint64_t stored_bytes_;
+  std::uint64_t unread_;  // stored bytes not read yet
+  std::uint64_t produced_ = 0;
+  std::string what_;
+  std::unique_ptr<ZSTD_DCtx, DctxFree> dctx_;
+  std::vector<std::uint8_t> chunk_;
+  ZSTD_inBuffer input_{nullptr, 0, 0};
+  bool frame_done_ = false;
+};
+
 // Reads `stored_bytes` (a zstd frame when `compressed`) into the segments,
 // whose sizes add up to the declared payload, hashing the stored bytes into
 // `check`. Returns the first residue not below its bound, for the caller to
@@ -78,6 +122,8 @@ void read_object_payload(Input& in, const ReadHeader& header, std::span<const Se
 
 [[noreturn]] void throw_bad_residue(const BadResidue& bad, std::span<const Segment> segments,
                                     const DescribeSegment& describe, const std::string& what);
+// "residue V at WHERE of WHAT is not below its prime P: ..."
+[[noreturn]] void throw_bad_residue(u64 value, u64 prime, const std::string& where, const std::string& what);
 
 // Sizes a fresh `words` to `count` zeroed words, the destination of a load.
 // Large buffers are first advised onto transparent huge pages: on virtual

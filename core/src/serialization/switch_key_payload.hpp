@@ -54,4 +54,9 @@ class SeededExpansion {
 
 std::string describe_switch_key_part(int part, int limb);
 
+// The relinearization key's header, checked (kind, context, state, sizes),
+// then its payload and check into a host key.
+ReadHeader read_relinearization_key_header(Input& in, const Context& context);
+HostSwitchKey read_relinearization_key_payload(Input& in, const Context& context, const ReadHeader& header);
+
 }  // namespace fhelium::serialization

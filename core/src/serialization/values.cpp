@@ -1,6 +1,8 @@
 // Plaintexts and ciphertexts: the state in the header, the residues
 // (components x limbs x N words) as the payload; a fresh symmetric ciphertext
 // may store c1 as its seed.
+#include "serialization/values.hpp"
+
 #include <istream>
 #include <ostream>
 
@@ -46,34 +48,56 @@ std::vector<Segment> limb_segments(const Context& ctx, HostValue& v, int compone
   return segments;
 }
 
+HostValue load_value(std::istream& stream, const Context& ctx, ObjectKind kind, int min_components,
+                     int max_components) {
+  Input in(stream);
+  return read_value_payload(in, ctx, read_value_header(in, ctx, kind, min_components, max_components));
+}
+
+}  // namespace
+
+namespace serialization {
+
 std::string describe_limb(int component, int limb) {
   return "component " + std::to_string(component) + ", limb " + std::to_string(limb);
 }
 
-HostValue load_value(std::istream& stream, const Context& ctx, ObjectKind kind, int min_components,
-                     int max_components) {
-  const std::string what = "the " + to_string(kind);
-  Input in(stream);
-  const ReadHeader r = read_header(in, kind);
-  const Header& h = r.header;
+ValueHeader read_value_header(Input& in, const Context& ctx, ObjectKind kind, int min_components, int max_components) {
+  ValueHeader v;
+  v.what = "the " + to_string(kind);
+  v.read = read_header(in, kind);
+  const Header& h = v.read.header;
   check_context(h, ctx);
-  HostValue v;
-  v.state = value_state(h, ctx, min_components, max_components, what);
+  v.state = value_state(h, ctx, min_components, max_components, v.what);
   const bool seeded = h.seeded();
   if (seeded && !(kind == ObjectKind::ciphertext && v.state.components == 2 && v.state.basis == Basis::Q &&
                   v.state.domain == Domain::ntt)) {
-    throw FormatError(what + " " + v.state.describe() +
+    throw FormatError(v.what + " " + v.state.describe() +
                       " is flagged seeded; only a two-component Q-basis NTT-domain ciphertext has a seeded form");
   }
   const std::size_t limb_bytes = ctx.ring_degree() * sizeof(u64);
   const std::uint64_t expected = seeded ? static_cast<std::uint64_t>(v.state.limbs(ctx)) * limb_bytes + sizeof(Seed)
                                         : v.state.words(ctx) * sizeof(u64);
-  check_sizes(h, expected, in.remaining(), what);
+  check_sizes(h, expected, in.remaining(), v.what);
+  return v;
+}
+
+std::vector<u64> value_moduli(const Context& ctx, const ValueState& state) {
+  std::vector<u64> moduli;
+  for (int limb = 0; limb < state.limbs(ctx); ++limb)
+    moduli.push_back(ctx.key_modulus(state.key_limb(ctx, limb)).value);
+  return moduli;
+}
+
+HostValue read_value_payload(Input& in, const Context& ctx, const ValueHeader& header) {
+  const bool seeded = header.read.header.seeded();
+  HostValue v;
+  v.state = header.state;
   resize_for_load(v.data, v.state.words(ctx));
   auto segments = limb_segments(ctx, v, seeded ? 1 : v.state.components);
   Seed seed{};
   if (seeded) segments.push_back({seed.data(), seed.size()});
-  read_object_payload(in, r, segments, describe_limb);
+  read_object_payload(in, header.read, segments, describe_limb);
   if (seeded) {
     u64* const c1 = v.limb(ctx, 1, 0);
     expand_uniform(ctx, seed, v.state.limbs(ctx), std::span(&c1, 1));
@@ -81,7 +105,7 @@ HostValue load_value(std::istream& stream, const Context& ctx, ObjectKind kind, 
   return v;
 }
 
-}  // namespace
+}  // namespace serialization
 
 void save_plaintext(std::ostream& out, const Context& ctx, const HostValue& plaintext, SaveOptions options) {
   check_saving(ctx, plaintext, ObjectKind::plaintext, 1, 1);

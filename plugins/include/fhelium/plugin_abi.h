@@ -18,7 +18,8 @@
  *
  * History: 1.0 the table and FHELIUM_EXTENSION_DEVICE_INFO; 1.1 adds
  * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture);
- * 1.2 appends multiply_relinearize to the table; 1.3 appends mod_raise.
+ * 1.2 appends multiply_relinearize to the table; 1.3 appends mod_raise; 1.4
+ * appends upload_filled.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -37,7 +38,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 3
+#define FHELIUM_ABI_MINOR 4
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -228,6 +229,21 @@ typedef struct FheliumStreamsExtension {
 
 typedef FheliumError* (*FheliumOpFn)(FheliumOpArgs* args);
 
+/* ABI 1.4 (upload_filled). Writes bytes [offset, offset + bytes) of the value
+ * into `chunk`; returns 0, or non-zero to stop the upload (the host keeps the
+ * reason). */
+typedef int32_t (*FheliumFillFn)(void* user, void* chunk, size_t offset, size_t bytes);
+
+typedef struct FheliumFilledUploadArgs {
+  size_t struct_size;
+  const FheliumExtension* extension_start;
+  FheliumBackend* backend;
+  FheliumBuffer* buffer;
+  size_t bytes;
+  FheliumFillFn fill;
+  void* fill_user;                 /* passed to fill unchanged */
+} FheliumFilledUploadArgs;
+
 typedef struct FheliumBackendApi {
   size_t struct_size;
   const FheliumExtension* extension_start;
@@ -271,6 +287,12 @@ typedef struct FheliumBackendApi {
   /* ABI 1.3: ModRaise for bootstrapping (a: one limb, coefficient domain).
    * NULL (or an older table): the host runs it through download and upload. */
   FheliumOpFn mod_raise;            /* a */
+  /* ABI 1.4: fills `buffer` through host memory the plugin lends (pinned
+   * staging, or the buffer itself): calls fill for consecutive chunks of at
+   * most 8 MiB, in order, and copies each into the buffer. A fill that returns
+   * non-zero stops it with an error; the buffer's content is then
+   * unspecified. NULL (or an older table): the host fills a copy and uploads it. */
+  FheliumError* (*upload_filled)(FheliumFilledUploadArgs* args);
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

@@ -197,6 +197,21 @@ struct Api {
     }
     return guarded([&] { args->backend->impl->upload(*args->buffer->impl, args->host, args->bytes); });
   }
+  static FheliumError* upload_filled(FheliumFilledUploadArgs* args) {
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumFilledUploadArgs, fill_user) || !args->backend || !args->buffer ||
+        !args->fill) {
+      return invalid("upload_filled: bad arguments");
+    }
+    return guarded([&] {
+      args->backend->impl->upload_filled(
+          *args->buffer->impl, args->bytes, [&](std::span<std::byte> chunk, std::size_t offset) {
+            if (args->fill(args->fill_user, chunk.data(), offset, chunk.size()) != 0) {
+              throw InvalidArgumentError("upload_filled: the host stopped the upload at byte " +
+                                         std::to_string(offset));
+            }
+          });
+    });
+  }
   static FheliumError* download(FheliumTransferArgs* args) {
     if (!FHELIUM_SDK_HAS_FIELD(args, FheliumTransferArgs, bytes) || !args->backend || !args->buffer) {
       return invalid("download: bad arguments");
@@ -377,7 +392,7 @@ struct Api {
         &error_destroy, &error_message, &error_code, &backend_create, &backend_destroy, &context_create,
         &context_destroy, &buffer_create, &buffer_destroy, &upload, &download, &synchronize, &add, &sub, &negate,
         &add_constant, &multiply_constant, &multiply_plain, &multiply, &to_ntt, &to_coefficient, &rescale,
-        &drop_limbs, &relinearize, &rotate, &rotate_hoisted, &multiply_relinearize, &mod_raise};
+        &drop_limbs, &relinearize, &rotate, &rotate_hoisted, &multiply_relinearize, &mod_raise, &upload_filled};
     return &api;
   }
 };

@@ -162,10 +162,9 @@ class Runner {
     const auto start = Clock::now();
     const std::filesystem::path dir(server()->keys_dir);
     if (c_.plan.relinearization_key) {
-      const HostSwitchKey key =
-          load_relinearization_key_file((dir / key_folder::relinearization_key).string(), *context_);
-      report_.key_bytes += key.data.size() * sizeof(u64);
-      rk_ = engine_->upload_relinearization_key(key);
+      rk_ = load_relinearization_key_file((dir / key_folder::relinearization_key).string(), *engine_);
+      report_.key_bytes += static_cast<std::size_t>(context_->key_digits()) * 2 *
+                           static_cast<std::size_t>(context_->key_limbs()) * context_->ring_degree() * sizeof(u64);
     }
     const std::set<std::uint32_t> elements = galois_elements(c_.plan);
     std::vector<HostSwitchKey> galois;

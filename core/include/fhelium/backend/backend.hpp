@@ -11,7 +11,9 @@
 // only where stated.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -87,6 +89,16 @@ class Backend {
   virtual std::shared_ptr<Buffer> allocate(std::size_t bytes) = 0;
   virtual void upload(Buffer& dst, const void* src, std::size_t bytes) = 0;
   virtual void download(const Buffer& src, void* dst, std::size_t bytes) = 0;
+  // Writes `bytes` into dst through host memory the backend lends (its
+  // pinned staging, or dst itself on a host backend): fill(chunk, offset)
+  // writes bytes [offset, offset + chunk.size()) of the value, for
+  // consecutive chunks of at most upload_chunk_bytes. The loaders read and
+  // check a file straight into it, with no host copy of the object. An
+  // exception from fill propagates, and dst's content is then unspecified.
+  // The default fills one host copy and uploads it.
+  using ChunkFill = std::function<void(std::span<std::byte> chunk, std::size_t offset)>;
+  static constexpr std::size_t upload_chunk_bytes = std::size_t{8} << 20;
+  virtual void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill);
   virtual void synchronize() = 0;
 
   // Streams, events and capture. The defaults serve a synchronous backend

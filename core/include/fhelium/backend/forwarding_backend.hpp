@@ -24,6 +24,9 @@ class ForwardingBackend : public Backend {
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
   void upload(Buffer& dst, const void* src, std::size_t bytes) override { inner_->upload(dst, src, bytes); }
   void download(const Buffer& src, void* dst, std::size_t bytes) override { inner_->download(src, dst, bytes); }
+  void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override {
+    inner_->upload_filled(dst, bytes, fill);
+  }
   void synchronize() override { inner_->synchronize(); }
 
   std::shared_ptr<Stream> create_stream() override { return inner_->create_stream(); }

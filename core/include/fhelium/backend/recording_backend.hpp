@@ -24,6 +24,7 @@ class RecordingBackend final : public ForwardingBackend {
   std::shared_ptr<Buffer> allocate(std::size_t bytes) override;
   void upload(Buffer& dst, const void* src, std::size_t bytes) override;
   void download(const Buffer& src, void* dst, std::size_t bytes) override;
+  void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override;
   void synchronize() override;
 
   std::shared_ptr<Stream> create_stream() override;
