@@ -20,9 +20,11 @@ inline CkksParameters fuzz_parameters() {
   return p;
 }
 
-inline const Context& fuzz_context() {
+inline const std::shared_ptr<const Context>& fuzz_context_ptr() {
   static const std::shared_ptr<const Context> context = Context::create(fuzz_parameters());
-  return *context;
+  return context;
 }
+
+inline const Context& fuzz_context() { return *fuzz_context_ptr(); }
 
 }  // namespace fhelium::fuzz

@@ -1,6 +1,8 @@
 // One loader of the serialization format, chosen at build time by
 // FHELIUM_FUZZ_KIND (an ObjectKind value), fed each input through a seekable
-// and an unseekable stream. A bad input may only throw an fhelium::Error:
+// and an unseekable stream; ciphertexts and relinearization keys also through
+// the loader into an engine (the cpu backend: the payload read and checked in
+// the value's own memory). A bad input may only throw an fhelium::Error:
 // anything else (a crash, another exception, an out-of-bounds read found by
 // ASan, a leak, a huge allocation) is a finding.
 #include <cstddef>
@@ -8,6 +10,7 @@
 #include <istream>
 #include <streambuf>
 
+#include "fhelium/cpu/cpu_backend.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/serialization.hpp"
 #include "fuzz_context.hpp"
@@ -44,6 +47,28 @@ class InputBuf : public std::streambuf {
   bool seekable_;
 };
 
+const Engine& fuzz_engine() {
+  static const Engine engine(fuzz::fuzz_context_ptr(), cpu::make_cpu_backend({1}));
+  return engine;
+}
+
+// A seekable input into the engine, then back to its start for the host
+// loader; an unseekable one is read once, by the host loader.
+template <class Load>
+void load_into_engine(std::istream& in, Load&& load) {
+  if (!in.seekg(0)) {
+    in.clear();
+    return;
+  }
+  try {
+    load(in, fuzz_engine());
+  } catch (const Error&) {
+    // A refusal.
+  }
+  in.clear();
+  in.seekg(0);
+}
+
 void load(std::istream& in, const Context& ctx) {
   switch (static_cast<ObjectKind>(FHELIUM_FUZZ_KIND)) {
     case ObjectKind::parameters:
@@ -53,12 +78,14 @@ void load(std::istream& in, const Context& ctx) {
       (void)load_plaintext(in, ctx);
       break;
     case ObjectKind::ciphertext:
+      load_into_engine(in, [](std::istream& s, const Engine& e) { (void)load_ciphertext(s, e); });
       (void)load_ciphertext(in, ctx);
       break;
     case ObjectKind::public_key:
       (void)load_public_key(in, ctx);
       break;
     case ObjectKind::relinearization_key:
+      load_into_engine(in, [](std::istream& s, const Engine& e) { (void)load_relinearization_key(s, e); });
       (void)load_relinearization_key(in, ctx);
       break;
     case ObjectKind::galois_keys: {

@@ -31,28 +31,37 @@ void StreamedPayload::fill(std::span<std::byte> chunk, std::size_t offset) {
   try {
     read_checked(chunk, offset);
   } catch (...) {
-    checker_.drain();  // nothing may touch the chunk once it is handed back
+    drain_workers();  // nothing may touch the chunk once it is handed back
     throw;
   }
   next_offset_ += chunk.size();
 }
 
 void StreamedPayload::read_checked(std::span<std::byte> chunk, std::size_t offset) {
-  if (reader_.compressed()) {
+  constexpr std::size_t piece_bytes = std::size_t{1} << 20;
+  if (reader_.compressed() || chunk.size() <= piece_bytes) {
     reader_.read(chunk.data(), chunk.size());
     scan(words(chunk), offset / sizeof(u64), chunk.size() / sizeof(u64));
     return;
   }
-  constexpr std::size_t piece_bytes = std::size_t{1} << 20;
+  if (!hasher_) {
+    hasher_.emplace();
+    scanner_.emplace();
+  }
   for (std::size_t at = 0; at < chunk.size(); at += piece_bytes) {
     const std::span<std::byte> piece = chunk.subspan(at, std::min(piece_bytes, chunk.size() - at));
     reader_.read(piece.data(), piece.size(), false);
-    checker_.submit([this, piece, first_word = (offset + at) / sizeof(u64)] {
-      check_.update(piece.data(), piece.size());
+    hasher_->submit([this, piece] { check_.update(piece.data(), piece.size()); });
+    scanner_->submit([this, piece, first_word = (offset + at) / sizeof(u64)] {
       scan(words(piece), first_word, piece.size() / sizeof(u64));
     });
   }
-  checker_.drain();
+  drain_workers();
+}
+
+void StreamedPayload::drain_workers() {
+  if (hasher_) hasher_->drain();
+  if (scanner_) scanner_->drain();
 }
 
 void StreamedPayload::scan(const u64* words, std::size_t first_word, std::size_t count) {

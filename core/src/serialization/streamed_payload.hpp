@@ -16,9 +16,11 @@
 
 namespace fhelium::serialization {
 
-// A raw payload is read in 1 MiB pieces, each hashed and scanned on a worker
-// thread while the next one is read (the floor is then the read itself); a
-// chunk is handed back once all of it is checked. A compressed payload is
+// A raw payload is read in 1 MiB pieces; one worker thread hashes each piece
+// and another scans it while the next one is read (each pass alone runs about
+// as fast as the read, so the floor is the read itself); a chunk is handed
+// back once all of it is checked. A chunk of one piece is read, hashed and
+// scanned on the calling thread (no threads for small objects). A compressed payload is
 // hashed as it is read and scanned after.
 //
 // The payload is blocks ("parts") of moduli.size() limbs of N words each;
@@ -43,6 +45,7 @@ class StreamedPayload {
   };
   void scan(const u64* words, std::size_t first_word, std::size_t count);
   void read_checked(std::span<std::byte> chunk, std::size_t offset);
+  void drain_workers();
 
   Input& in_;
   std::string what_;
@@ -53,7 +56,9 @@ class StreamedPayload {
   DescribeSegment describe_;
   std::size_t next_offset_ = 0;
   std::optional<Bad> bad_;
-  WorkQueue checker_;  // hashes and scans raw pieces behind the reads
+  // Started with the first chunk of more than one piece.
+  std::optional<WorkQueue> hasher_;   // hashes raw pieces behind the reads, in order
+  std::optional<WorkQueue> scanner_;  // checks their residues
 };
 
 }  // namespace fhelium::serialization
