@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "backend_choice.hpp"
 #include "fhelium/error.hpp"
@@ -30,7 +31,10 @@ int run_bench_command(const BenchOptions& options) {
                          {"backend", json::object{{"name", chosen.backend->name()},
                                                   {"device", options.device},
                                                   {"devices", json::value_from(chosen.devices)}}},
-                         {"machine", json::object{{"kernel", std::string(u.release)}, {"compiler", __VERSION__}}},
+                         {"machine", json::object{{"cpu", cpu_model()},
+                                                  {"hardware_threads", std::thread::hardware_concurrency()},
+                                                  {"kernel", std::string(u.release)},
+                                                  {"compiler", __VERSION__}}},
                          {"runs", options.runs},
                          {"warmup", options.warmup},
                          {"presets", std::move(presets)}};

@@ -197,7 +197,9 @@ int main(int argc, char** argv) {
   bench_cmd->footer("Operations: " + [] {
     std::string list;
     for (const auto& op : fhelium::apps::bench_operations()) list += (list.empty() ? "" : ", ") + op;
-    return list;
+    return list +
+           ".\nencode, encrypt, decrypt, upload and download are timed by the host clock, the others by the "
+           "backend's timing events (CUDA events on a GPU). The cpu backend's threads: OMP_NUM_THREADS.";
   }());
 
   fhelium::apps::KeygenOptions keygen;

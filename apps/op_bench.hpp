@@ -1,6 +1,7 @@
-// The operation benchmark shared by `fhelium bench` (any backend by name) and
-// fhelium-bench-cpu (the CPU backend with a thread count): Engine operations
-// on one preset, each run synchronized, median and minimum per operation.
+// The operation benchmark of `fhelium bench` (any backend by name, through
+// the plugin loader): Engine operations on one preset, each run timed by the
+// backend's timing events (host operations by the host clock), median and
+// minimum per operation.
 #pragma once
 
 #include <boost/json.hpp>

@@ -14,9 +14,29 @@ namespace fhelium {
 std::shared_ptr<Stream> Backend::create_stream() { return std::make_shared<Stream>(); }
 std::shared_ptr<Event> Backend::create_event() { return std::make_shared<Event>(); }
 
-void Backend::record_event(Event&, Stream*) { synchronize(); }
+void Backend::record_event(Event& event, Stream*) {
+  synchronize();
+  if (auto* clock = dynamic_cast<HostClockEvent*>(&event)) clock->recorded_at = std::chrono::steady_clock::now();
+}
 void Backend::wait_event(Stream*, const Event&) {}
 void Backend::synchronize_event(const Event&) { synchronize(); }
+
+std::shared_ptr<Event> Backend::create_timing_event() { return std::make_shared<HostClockEvent>(); }
+
+double Backend::elapsed_seconds(const Event& start, const Event& end) {
+  const auto recorded = [this](const Event& event, const char* which) {
+    const auto* clock = dynamic_cast<const HostClockEvent*>(&event);
+    if (!clock) {
+      throw InvalidArgumentError(std::string("elapsed_seconds: the ") + which + " event was not created by " + name() +
+                                 "'s create_timing_event");
+    }
+    if (!clock->recorded_at) {
+      throw StateError(std::string("elapsed_seconds: the ") + which + " event has not been recorded (record_event)");
+    }
+    return *clock->recorded_at;
+  };
+  return std::chrono::duration<double>(recorded(end, "end") - recorded(start, "start")).count();
+}
 
 void Backend::copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream*) {
   std::vector<unsigned char> staging(bytes);

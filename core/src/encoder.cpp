@@ -229,4 +229,13 @@ std::vector<std::complex<double>> Encoder::decode(const HostValue& plaintext, st
   return v;
 }
 
+std::vector<std::complex<double>> rotate_slots(std::span<const std::complex<double>> slots, long step) {
+  const auto n = static_cast<long>(slots.size());
+  std::vector<std::complex<double>> out(slots.size());
+  if (n == 0) return out;
+  const long shift = (step % n + n) % n;
+  for (long i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = slots[static_cast<std::size_t>((i + shift) % n)];
+  return out;
+}
+
 }  // namespace fhelium

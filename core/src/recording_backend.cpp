@@ -1,7 +1,9 @@
 #include "fhelium/backend/recording_backend.hpp"
 
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "fhelium/error.hpp"
@@ -14,12 +16,25 @@ class QueueStream final : public Stream {
   std::shared_ptr<WorkQueue> queue = std::make_shared<WorkQueue>();
 };
 
+// When a timing event's queue reached it.
+struct Stamp {
+  std::mutex mutex;
+  std::optional<std::chrono::steady_clock::time_point> at;
+  void set() {
+    std::lock_guard lock(mutex);
+    at = std::chrono::steady_clock::now();
+  }
+};
+
 // A ticket on a queue; an event never recorded is complete.
 class TicketEvent final : public Event {
  public:
+  explicit TicketEvent(bool times) : timing(times) {}
+  const bool timing;
   std::mutex mutex;
   std::shared_ptr<WorkQueue> queue;
   std::uint64_t ticket = 0;
+  std::shared_ptr<Stamp> stamp;  // timing events, once recorded
 
   void wait() {
     std::shared_ptr<WorkQueue> q;
@@ -188,7 +203,12 @@ std::shared_ptr<Stream> RecordingBackend::create_stream() {
 
 std::shared_ptr<Event> RecordingBackend::create_event() {
   refuse_during_capture("create_event");
-  return std::make_shared<TicketEvent>();
+  return std::make_shared<TicketEvent>(false);
+}
+
+std::shared_ptr<Event> RecordingBackend::create_timing_event() {
+  refuse_during_capture("create_timing_event");
+  return std::make_shared<TicketEvent>(true);
 }
 
 void RecordingBackend::record_event(Event& event, Stream* stream) {
@@ -198,6 +218,42 @@ void RecordingBackend::record_event(Event& event, Stream* stream) {
   std::lock_guard lock(ticket.mutex);
   ticket.queue = queue;
   ticket.ticket = queue->last_ticket();  // eager work on the backend stream is already done
+  if (!ticket.timing) return;
+  // A new stamp each time, so that a stamp still queued from an earlier
+  // record cannot overwrite this one. An idle queue is stamped at once (the
+  // eager work before this call is done); a busy one when it gets here.
+  ticket.stamp = std::make_shared<Stamp>();
+  if (queue->done(ticket.ticket)) {
+    ticket.stamp->set();
+  } else {
+    ticket.ticket = queue->submit([stamp = ticket.stamp] { stamp->set(); });
+  }
+}
+
+double RecordingBackend::elapsed_seconds(const Event& start, const Event& end) {
+  refuse_during_capture("elapsed_seconds");
+  const auto recorded = [](const Event& e, const char* which) {
+    TicketEvent& ticket = ticket_event(e);
+    if (!ticket.timing) {
+      throw InvalidArgumentError(std::string("elapsed_seconds: the ") + which +
+                                 " event was made by create_event, not create_timing_event");
+    }
+    ticket.wait();
+    std::shared_ptr<Stamp> stamp;
+    {
+      std::lock_guard lock(ticket.mutex);
+      stamp = ticket.stamp;
+    }
+    std::optional<std::chrono::steady_clock::time_point> at;
+    if (stamp) {
+      std::lock_guard lock(stamp->mutex);
+      at = stamp->at;
+    }
+    if (!at) throw StateError(std::string("elapsed_seconds: the ") + which + " event has not been recorded");
+    return *at;
+  };
+  const auto start_at = recorded(start, "start");
+  return std::chrono::duration<double>(recorded(end, "end") - start_at).count();
 }
 
 void RecordingBackend::wait_event(Stream* stream, const Event& event) {

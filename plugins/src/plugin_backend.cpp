@@ -258,8 +258,26 @@ class PluginBackend final : public Backend {
     call_async(*instance_, streams()->event_create, "event_create", args);
     return adopt<PluginEvent>(instance_, args.event_out, streams()->event_destroy);
   }
+  // A plugin older than ABI 1.5 gets the host-clock timing events of the
+  // Backend defaults (recorded after a synchronize).
+  std::shared_ptr<Event> create_timing_event() override {
+    if (timing() == nullptr) return Backend::create_timing_event();
+    FheliumAsyncArgs args = async_args(*instance_);
+    call_async(*instance_, timing()->event_create_timing, "event_create_timing", args);
+    return adopt<PluginEvent>(instance_, args.event_out, streams()->event_destroy);
+  }
+  double elapsed_seconds(const Event& start, const Event& end) override {
+    if (timing() == nullptr) return Backend::elapsed_seconds(start, end);
+    FheliumAsyncArgs args = async_args(*instance_);
+    args.event = event_handle(start);
+    args.end_event = event_handle(end);
+    call_async(*instance_, timing()->event_elapsed, "event_elapsed", args);
+    return static_cast<double>(args.values[0]) * 1e-9;
+  }
   void record_event(Event& event, Stream* stream) override {
-    if (streams() == nullptr) return Backend::record_event(event, stream);
+    if (streams() == nullptr || dynamic_cast<HostClockEvent*>(&event) != nullptr) {
+      return Backend::record_event(event, stream);
+    }
     FheliumAsyncArgs args = async_args(*instance_);
     args.event = event_handle(event);
     args.stream = stream_handle(stream);
@@ -426,6 +444,13 @@ class PluginBackend final : public Backend {
   }
 
   const FheliumStreamsExtension* streams() const { return instance_->streams; }
+  // The STREAMS extension when it has the ABI 1.5 timing events.
+  const FheliumStreamsExtension* timing() const {
+    const FheliumStreamsExtension* s = streams();
+    const bool has = s != nullptr && s->base.struct_size >= offsetof(FheliumStreamsExtension, event_elapsed) +
+                                                                sizeof(FheliumStreamsExtension::event_elapsed);
+    return has && s->event_create_timing != nullptr && s->event_elapsed != nullptr ? s : nullptr;
+  }
 
   std::array<std::uint64_t, 2> capture_state() const {
     FheliumAsyncArgs args = async_args(*instance_);
@@ -466,7 +491,9 @@ class PluginBackend final : public Backend {
 const FheliumStreamsExtension* find_streams(const FheliumBackendApi& api) {
   for (const FheliumExtension* e = api.extension_start; e != nullptr; e = e->next) {
     if (e->struct_size < offsetof(FheliumExtension, next) + sizeof(e->next)) break;  // a broken chain
-    if (e->type != FHELIUM_EXTENSION_STREAMS || e->struct_size < sizeof(FheliumStreamsExtension)) continue;
+    constexpr std::size_t abi_1_1_size =
+        offsetof(FheliumStreamsExtension, recording_destroy) + sizeof(FheliumStreamsExtension::recording_destroy);
+    if (e->type != FHELIUM_EXTENSION_STREAMS || e->struct_size < abi_1_1_size) continue;
     const auto* streams = reinterpret_cast<const FheliumStreamsExtension*>(e);
     if (streams->stream_destroy && streams->event_destroy && streams->recording_destroy) return streams;
   }

@@ -1,5 +1,6 @@
 #include "fhelium/runtime/clear_evaluator.hpp"
 
+#include "fhelium/encoder.hpp"
 #include "fhelium/error.hpp"
 
 namespace fhelium::runtime {
@@ -12,14 +13,6 @@ Slots padded(const std::string& what, const std::string& name, const Slots& valu
   }
   Slots out = values;
   out.resize(slots);
-  return out;
-}
-
-Slots rotated(const Slots& v, long step) {
-  const long n = static_cast<long>(v.size());
-  const long shift = ((step % n) + n) % n;
-  Slots out(v.size());
-  for (long i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>((i + shift) % n)];
   return out;
 }
 
@@ -97,13 +90,13 @@ std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<
         set(0, arg(0));
         break;
       case OpKind::rotate:
-        set(0, rotated(arg(0), node.step));
+        set(0, rotate_slots(arg(0), node.step));
         break;
       case OpKind::conjugate:
         set(0, map(arg(0), [](C a) { return std::conj(a); }));
         break;
       case OpKind::rotate_hoisted:
-        for (std::size_t i = 0; i < node.steps.size(); ++i) set(i, rotated(arg(0), node.steps[i]));
+        for (std::size_t i = 0; i < node.steps.size(); ++i) set(i, rotate_slots(arg(0), node.steps[i]));
         break;
       case OpKind::sum: {
         Slots total(slots);

@@ -6,6 +6,7 @@
 // launched inside the capture (no warm-up). Every test skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -13,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "fhelium/cuda/cuda_backend.hpp"
 #include "expectations.hpp"
+#include "fhelium/cuda/cuda_backend.hpp"
 #include "helpers.hpp"
 #include "require_gpu.hpp"
 #include "world.hpp"
@@ -223,6 +224,8 @@ TEST(CudaCapture, HostCallsAreRefusedAndAFailedCaptureLeavesTheBackendUsable) {
   expect_refused("prepare", [&] { backend->prepare(Context::create(small_params(12, 3, 1))); });
   expect_refused("create_stream", [&] { backend->create_stream(); });
   expect_refused("create_event", [&] { backend->create_event(); });
+  expect_refused("create_timing_event", [&] { backend->create_timing_event(); });
+  expect_refused("elapsed_seconds", [&] { backend->elapsed_seconds(*event, *event); });
   expect_refused("record_event", [&] { backend->record_event(*event, nullptr); });
   expect_refused("wait_event", [&] { backend->wait_event(stream.get(), *event); });
   expect_refused("synchronize_event", [&] { backend->synchronize_event(*event); });
@@ -321,10 +324,22 @@ TEST(CudaStreams, CopyOnAStreamWaitingForAnEventSeesTheFinalData) {
   auto copied = backend->create_event();
   backend->synchronize();
 
-  // A long sequence on the backend's stream; the host runs ahead of it.
+  // A long sequence on the backend's stream, timed by its events; the host
+  // runs ahead of it.
+  auto started = backend->create_timing_event();
+  auto finished = backend->create_timing_event();
+  const auto host_start = std::chrono::steady_clock::now();
+  backend->record_event(*started, nullptr);
   const PolyArg xa{x.get(), 2, limbs};
   for (unsigned r = 0; r < rounds; ++r) backend->add(*ctx, xa, xa, PolyArg{y.get(), 2, limbs});
+  backend->record_event(*finished, nullptr);
   backend->record_event(*done_on_main, nullptr);
+  const double device_seconds = backend->elapsed_seconds(*started, *finished);
+  const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+  EXPECT_GT(device_seconds, 0.0);
+  EXPECT_LE(device_seconds, host_seconds);
+  expect_contains(error_of<InvalidArgumentError>([&] { backend->elapsed_seconds(*done_on_main, *finished); }),
+                  {"elapsed_seconds", "create_timing_event"});
   backend->wait_event(stream.get(), *done_on_main);
   backend->copy(*copy, *x, bytes, stream.get());
   backend->record_event(*copied, stream.get());

@@ -1,18 +1,20 @@
 // The STREAMS extension (ABI 1.1) across the plugin boundary: capture and
 // replay of Engine operations, refusals during capture, streams and events,
-// copies and memory usage on the cpu plugin loaded by name; and a plugin of
-// ABI 1.0 (no extension) that falls back to the Backend defaults.
+// timing events (ABI 1.5), copies and memory usage on the cpu plugin loaded by
+// name; and plugins of ABI 1.0 (no extension) and 1.4 (no timing events) that
+// fall back to the Backend defaults.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "fhelium/plugins/loader.hpp"
 #include "expectations.hpp"
+#include "fhelium/plugins/loader.hpp"
 #include "helpers.hpp"
 #include "test_plugins.hpp"
 
@@ -175,6 +177,77 @@ TEST(PluginStreams, CopyOnAStreamOrderedByEvents) {
   auto foreign_buffer = in_process->allocate(bytes);
   EXPECT_THROW(backend->copy(*dst, *foreign_buffer, bytes, nullptr), InvalidArgumentError);
   EXPECT_THROW(backend->copy(*foreign_buffer, *src, bytes, stream.get()), InvalidArgumentError);
+}
+
+// Times `work` with timing events on `stream`; checks the measured time lies
+// within the host clock's time around the whole sequence.
+double timed_by_events(Backend& backend, Stream* stream, const std::function<void()>& work) {
+  auto start = backend.create_timing_event();
+  auto end = backend.create_timing_event();
+  const auto host_start = std::chrono::steady_clock::now();
+  backend.record_event(*start, stream);
+  work();
+  backend.record_event(*end, stream);
+  const double seconds = backend.elapsed_seconds(*start, *end);
+  const double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - host_start).count();
+  EXPECT_GE(seconds, 0.0);
+  EXPECT_LE(seconds, host);
+  return seconds;
+}
+
+// Engine work that takes a few milliseconds on one thread.
+void some_rotations(Fixture& f, const std::shared_ptr<Backend>& backend) {
+  Engine e(f.context, backend);
+  const std::vector<HostSwitchKey> keys{f.keygen.galois_key(f.sk, f.context->galois_element(1))};
+  const GaloisKeys gk = e.upload_galois_keys(keys);
+  const Ciphertext a =
+      e.upload_ciphertext(f.encryptor.encrypt(f.encoder.encode(f.random_message(1.0), 2, f.scale()), f.pk));
+  const double seconds = timed_by_events(*backend, nullptr, [&] {
+    Ciphertext r = a;
+    for (int i = 0; i < 8; ++i) r = e.rotate(r, 1, gk);
+  });
+  EXPECT_GT(seconds, 0.0) << "eight rotations took no time";
+}
+
+TEST(PluginStreams, TimingEventsTimeTheBackendsWork) {
+  Fixture f(small_params(12, 2));
+  auto backend = load_backend("cpu");
+  some_rotations(f, backend);
+
+  // On a side stream the end event is stamped when the copy has run.
+  constexpr std::size_t bytes = std::size_t{8} << 20;
+  auto src = backend->allocate(bytes);
+  auto dst = backend->allocate(bytes);
+  auto stream = backend->create_stream();
+  const double copy_seconds =
+      timed_by_events(*backend, stream.get(), [&] { backend->copy(*dst, *src, bytes, stream.get()); });
+  EXPECT_GT(copy_seconds, 0.0);
+
+  // Events that cannot time, unrecorded ones and another backend's are refused.
+  auto plain = backend->create_event();
+  auto timing = backend->create_timing_event();
+  auto unrecorded = backend->create_timing_event();
+  backend->record_event(*timing, nullptr);
+  backend->record_event(*plain, nullptr);
+  expect_contains(error_of<InvalidArgumentError>([&] { backend->elapsed_seconds(*plain, *timing); }),
+                  {"elapsed_seconds", "start", "create_timing_event"});
+  expect_contains(error_of<StateError>([&] { backend->elapsed_seconds(*timing, *unrecorded); }),
+                  {"elapsed_seconds", "end", "not been recorded"});
+  auto other = load_backend("cpu");
+  auto other_event = other->create_timing_event();
+  other->record_event(*other_event, nullptr);
+  EXPECT_THROW(backend->elapsed_seconds(*timing, *other_event), InvalidArgumentError);
+}
+
+TEST(PluginStreams, PluginsBeforeAbi15TimeWithTheHostClock) {
+  for (const char* name : {"abi10", "abi14"}) {
+    SCOPED_TRACE(name);
+    Fixture f(small_params(12, 2));
+    auto backend = load_backend(plugin(name, name));
+    EXPECT_EQ(backend->supports_capture(), std::string(name) == "abi14") << "the 1.4 STREAMS extension is found";
+    EXPECT_NE(dynamic_cast<HostClockEvent*>(backend->create_timing_event().get()), nullptr);
+    some_rotations(f, backend);
+  }
 }
 
 TEST(PluginStreams, MemoryUsageGrowsWithAllocations) {

@@ -77,7 +77,7 @@ for step in $steps; do
       ;;
     profile)
       # Per-kernel durations of single operations, then hardware counters of the NTT kernels.
-      bench=$bundle/apps/fhelium-bench-cuda
+      bench=$bundle/backends/cuda/bench/fhelium-bench-cuda
       once="--runs 1 --warmup 0 --sets 1 --hoisted 2 --no-graph"
       for preset in slots8192_scale40_levels7 slots32768_scale40_levels34; do
         echo "== $preset kernel durations" >> "$out/profile.txt"
@@ -88,7 +88,7 @@ for step in $steps; do
       echo "profile rc=$?"
       ;;
     counters)
-      bench=$bundle/apps/fhelium-bench-cuda
+      bench=$bundle/backends/cuda/bench/fhelium-bench-cuda
       once="--runs 1 --warmup 0 --sets 1 --hoisted 2 --no-graph"
       echo "== NTT kernels at 2^16" >> "$out/profile.txt"
       timeout 120 ncu --clock-control none --section SpeedOfLight --section Occupancy --section WarpStateStats \
@@ -208,9 +208,15 @@ for step in $steps; do
       grep -E "byte-identical|differs|client/server:" "$out/client-server.log"
       ;;
     bench)
-      timeout 240 "$bundle/apps/fhelium-bench-cuda" > "$out/bench.json" 2> "$out/bench.log"
+      timeout 240 "$bundle/backends/cuda/bench/fhelium-bench-cuda" > "$out/bench.json" 2> "$out/bench.log"
       echo "bench rc=$?"
       cat "$out/bench.log"
+      # The same operations through the plugin loader, timed by the backend's
+      # timing events: the benchmark every backend shares.
+      FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 240 "$bundle/apps/fhelium" bench --backend cuda \
+        --preset slots8192_scale40_levels7 slots32768_scale40_levels34 --runs 100 --warmup 10 \
+        > "$out/fhelium-bench.json" 2>> "$out/bench.log"
+      echo "fhelium bench rc=$?"
       ;;
   esac
 done

@@ -52,9 +52,11 @@ class CudaStream final : public Stream {
 
 class CudaEvent final : public Event {
  public:
-  explicit CudaEvent(std::shared_ptr<DeviceRuntime> runtime) : runtime_(std::move(runtime)) {
+  // Events that do not time are lighter to record and to wait on.
+  CudaEvent(std::shared_ptr<DeviceRuntime> runtime, bool timing) : runtime_(std::move(runtime)), timing_(timing) {
     runtime_->activate();
-    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreateWithFlags (create_event)");
+    check(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming),
+          "cudaEventCreateWithFlags (create_event)");
   }
   ~CudaEvent() override {
     cudaSetDevice(runtime_->device());
@@ -63,9 +65,11 @@ class CudaEvent final : public Event {
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
+  bool timing() const { return timing_; }
 
  private:
   std::shared_ptr<DeviceRuntime> runtime_;
+  bool timing_;
   cudaEvent_t event_ = nullptr;
 };
 
@@ -161,7 +165,29 @@ class CudaBackend final : public Backend {
 
   std::shared_ptr<Event> create_event() override {
     runtime_->refuse_during_capture("create_event");
-    return std::make_shared<CudaEvent>(runtime_);
+    return std::make_shared<CudaEvent>(runtime_, false);
+  }
+
+  std::shared_ptr<Event> create_timing_event() override {
+    runtime_->refuse_during_capture("create_timing_event");
+    return std::make_shared<CudaEvent>(runtime_, true);
+  }
+
+  double elapsed_seconds(const Event& start, const Event& end) override {
+    runtime_->refuse_during_capture("elapsed_seconds");
+    for (const Event* e : {&start, &end}) {
+      const auto* cuda_event = dynamic_cast<const CudaEvent*>(e);
+      if (cuda_event && !cuda_event->timing()) {
+        throw InvalidArgumentError("elapsed_seconds: an event made by create_event, not create_timing_event");
+      }
+    }
+    const cudaEvent_t s = event_of(start, "elapsed_seconds (start)");
+    const cudaEvent_t e = event_of(end, "elapsed_seconds (end)");
+    runtime_->activate();
+    check(cudaEventSynchronize(e), "cudaEventSynchronize (elapsed_seconds)");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, s, e), "cudaEventElapsedTime (elapsed_seconds)");
+    return ms * 1e-3;
   }
 
   void record_event(Event& event, Stream* stream) override {

@@ -41,4 +41,9 @@ class Encoder {
   std::vector<std::uint64_t> rotation_group_; // 5^j mod 2N
 };
 
+// The clear counterpart of Engine::rotate: slot i of the result is slot
+// i + step of `slots`, indices modulo the slot count (a negative step rotates
+// right).
+std::vector<std::complex<double>> rotate_slots(std::span<const std::complex<double>> slots, long step);
+
 }  // namespace fhelium

@@ -19,7 +19,8 @@
  * History: 1.0 the table and FHELIUM_EXTENSION_DEVICE_INFO; 1.1 adds
  * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture);
  * 1.2 appends multiply_relinearize to the table; 1.3 appends mod_raise; 1.4
- * appends upload_filled.
+ * appends upload_filled; 1.5 appends timing events to the STREAMS extension
+ * (event_create_timing, event_elapsed) and end_event to FheliumAsyncArgs.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -38,7 +39,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 4
+#define FHELIUM_ABI_MINOR 5
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -178,6 +179,8 @@ typedef struct FheliumAsyncArgs {
   FheliumEvent* event_out;         /* owned by the caller (event_destroy) */
   FheliumRecording* recording_out; /* owned by the caller (recording_destroy) */
   uint64_t values[2];
+  /* Since ABI 1.5: */
+  FheliumEvent* end_event;         /* event_elapsed: the later event */
 } FheliumAsyncArgs;
 
 /* FHELIUM_EXTENSION_STREAMS (ABI 1.1): streams, events, device-side copies,
@@ -225,6 +228,13 @@ typedef struct FheliumStreamsExtension {
    * values[1] = operations recorded. */
   FheliumError* (*recording_info)(FheliumAsyncArgs* args);
   void (*recording_destroy)(FheliumRecording* recording);
+  /* Since ABI 1.5 (a host reads these only when base.struct_size covers them). */
+  /* out: event_out, a new event that can also time work (event_elapsed). */
+  FheliumError* (*event_create_timing)(FheliumAsyncArgs* args);
+  /* event (the start), end_event: both from event_create_timing and recorded;
+   * waits for end_event. out: values[0] = nanoseconds of the backend's work
+   * between them, on the backend's own clock. */
+  FheliumError* (*event_elapsed)(FheliumAsyncArgs* args);
 } FheliumStreamsExtension;
 
 typedef FheliumError* (*FheliumOpFn)(FheliumOpArgs* args);

@@ -18,7 +18,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -318,6 +320,22 @@ struct Api {
     });
   }
   static void event_destroy(FheliumEvent* e) { delete e; }
+  static FheliumError* event_create_timing(FheliumAsyncArgs* args) {
+    return run_async(args, "event_create_timing", true, [](FheliumAsyncArgs& a) {
+      auto event = a.backend->impl->create_timing_event();
+      if (!event) throw BackendError("create_timing_event returned nothing");
+      a.event_out = new FheliumEvent{a.backend->impl, std::move(event)};
+    });
+  }
+  static FheliumError* event_elapsed(FheliumAsyncArgs* args) {
+    return run_async(args, "event_elapsed", true, [args](FheliumAsyncArgs& a) {
+      if (!FHELIUM_SDK_HAS_FIELD(args, FheliumAsyncArgs, end_event) || a.end_event == nullptr || !a.end_event->impl) {
+        throw InvalidArgumentError("event_elapsed: no end event (end_event, ABI 1.5)");
+      }
+      const double seconds = a.backend->impl->elapsed_seconds(event_of(a, "event_elapsed"), *a.end_event->impl);
+      a.values[0] = static_cast<std::uint64_t>(std::llround(std::max(seconds, 0.0) * 1e9));
+    });
+  }
   static FheliumError* event_record(FheliumAsyncArgs* args) {
     return run_async(args, "event_record", true, [](FheliumAsyncArgs& a) {
       a.backend->impl->record_event(event_of(a, "event_record"), stream_of(a));
@@ -384,7 +402,7 @@ struct Api {
         {sizeof(FheliumStreamsExtension), FHELIUM_EXTENSION_STREAMS, nullptr},
         &stream_create, &stream_destroy, &event_create, &event_destroy, &event_record, &stream_wait_event,
         &event_synchronize, &copy, &memory_usage, &capture_query, &capture_begin, &capture_end,
-        &recording_launch, &recording_info, &recording_destroy};
+        &recording_launch, &recording_info, &recording_destroy, &event_create_timing, &event_elapsed};
     static const FheliumDeviceInfoExtension device_info{
         {sizeof(FheliumDeviceInfoExtension), FHELIUM_EXTENSION_DEVICE_INFO, &streams.base}, &describe_devices};
     static const FheliumBackendApi api{

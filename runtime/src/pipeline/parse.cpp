@@ -901,15 +901,13 @@ StepSpec parse_step(const Y& y, const CkksParameters& params) {
     while (!s.coefficients.empty() && s.coefficients.back() == 0.0) s.coefficients.pop_back();
     if (s.coefficients.size() < 2) c.fail("a polynomial needs degree >= 1 (a non-zero coefficient after c0)");
     if (s.coefficients.size() > 1025) c.fail("degree above 1024 is not supported");
+    // Both names describe the one evaluator (baby-step giant-step powers with
+    // Paterson-Stockmeyer's recursive split); older pipelines name either.
     if (auto m = y.get("method")) {
       const std::string method = m->str();
-      if (method == "bsgs" || method == "baby_step_giant_step") {
-        s.method = PolynomialMethod::baby_step_giant_step;
-      } else if (method == "paterson_stockmeyer" || method == "ps") {
-        s.method = PolynomialMethod::paterson_stockmeyer;
-      } else {
-        m->fail("unknown method '" + method + "' " + known_list({"bsgs", "paterson_stockmeyer"}, method));
-      }
+      const bool known =
+          method == "bsgs" || method == "baby_step_giant_step" || method == "paterson_stockmeyer" || method == "ps";
+      if (!known) m->fail("unknown method '" + method + "' " + known_list({"bsgs", "paterson_stockmeyer"}, method));
     }
   }
   if (s.op == "inner_product" || s.op == "sum_slots") {

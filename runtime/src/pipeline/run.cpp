@@ -374,12 +374,19 @@ class Runner {
 
   // ---- program and graph: one Executable ----
 
+  // Each step is timed by the backend's timing events, recorded after its
+  // last node without waiting: the run is not slowed down to be measured.
   void run_program() {
     const auto setup = Clock::now();
     const Executable exe = make_executable();
-    engine_->backend().synchronize();
+    Backend& backend = engine_->backend();
+    backend.synchronize();
     report_.setup_ms = ms_since(setup);
     const int total = spec_.execution.repetitions + spec_.execution.warmup;
+    const std::size_t steps = spec_.steps.size();
+    std::vector<std::shared_ptr<Event>> step_end(steps + 1);  // [0]: the start
+    for (auto& event : step_end) event = backend.create_timing_event();
+    std::vector<std::vector<double>> step_ms(steps);
     std::vector<double> encrypt_ms;
     for (int rep = 0; rep < total; ++rep) {
       const bool timed = rep >= spec_.execution.warmup;
@@ -387,14 +394,27 @@ class Runner {
       const ValueTree::Map inputs = encrypt_inputs();
       encrypt_ms.push_back(ms_since(enc));
       const auto start = Clock::now();
-      const ValueTree out = exe.run(ValueTree(inputs));
-      engine_->backend().synchronize();
+      std::size_t step = 0;
+      const auto finish_steps = [&](std::size_t nodes_done) {
+        for (; step < steps && c_.step_nodes[step].second <= nodes_done; ++step) {
+          backend.record_event(*step_end[step + 1], nullptr);
+        }
+      };
+      backend.record_event(*step_end[0], nullptr);
+      finish_steps(0);
+      const ValueTree out = exe.run(ValueTree(inputs), [&](std::size_t node) { finish_steps(node + 1); });
+      finish_steps(c_.builder.node_count());
+      backend.synchronize();
       const double ms = ms_since(start);
       progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(total));
       if (!timed) continue;
       report_.total_ms.push_back(ms);
+      for (std::size_t s = 0; s < steps; ++s) {
+        step_ms[s].push_back(backend.elapsed_seconds(*step_end[s], *step_end[s + 1]) * 1e3);
+      }
       collect_outputs([&](const std::string& name) { return download(inputs, out, name); });
     }
+    for (std::size_t s = 0; s < steps; ++s) report_.steps[s].median_ms = median(step_ms[s]);
     report_.encrypt_ms = median(encrypt_ms);
   }
 

@@ -11,10 +11,12 @@
 // only where stated.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -46,6 +48,13 @@ class Stream {
 class Event {
  public:
   virtual ~Event() = default;
+};
+
+// The default timing event: the host clock when it is recorded, which is when
+// a synchronous backend's earlier work has finished.
+class HostClockEvent : public Event {
+ public:
+  std::optional<std::chrono::steady_clock::time_point> recorded_at;
 };
 
 // A captured schedule: the operations issued between begin_capture and
@@ -112,6 +121,12 @@ class Backend {
   virtual void wait_event(Stream* stream, const Event& event);
   // The host waits for `event`.
   virtual void synchronize_event(const Event& event);
+  // An event that also times the backend's work: record one before and one
+  // after some work, then elapsed_seconds(start, end) waits for `end` and
+  // returns the time between them on the backend's own clock (CUDA events on
+  // the GPU). The default is a HostClockEvent, exact for a synchronous backend.
+  virtual std::shared_ptr<Event> create_timing_event();
+  virtual double elapsed_seconds(const Event& start, const Event& end);
   // Copies `bytes` from src to dst, ordered on `stream`.
   virtual void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream);
   virtual MemoryUsage memory_usage() const { return {}; }

@@ -34,6 +34,8 @@ class ForwardingBackend : public Backend {
   void record_event(Event& event, Stream* stream) override { inner_->record_event(event, stream); }
   void wait_event(Stream* stream, const Event& event) override { inner_->wait_event(stream, event); }
   void synchronize_event(const Event& event) override { inner_->synchronize_event(event); }
+  std::shared_ptr<Event> create_timing_event() override { return inner_->create_timing_event(); }
+  double elapsed_seconds(const Event& start, const Event& end) override { return inner_->elapsed_seconds(start, end); }
   void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
     inner_->copy(dst, src, bytes, stream);
   }

@@ -32,6 +32,8 @@ class RecordingBackend final : public ForwardingBackend {
   void record_event(Event& event, Stream* stream) override;
   void wait_event(Stream* stream, const Event& event) override;
   void synchronize_event(const Event& event) override;
+  std::shared_ptr<Event> create_timing_event() override;
+  double elapsed_seconds(const Event& start, const Event& end) override;
   void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override;
 
   bool supports_capture() const override { return true; }

@@ -83,8 +83,6 @@ struct InputSpec {
   bool is_matrix() const { return rows != 0; }
 };
 
-enum class PolynomialMethod { baby_step_giant_step, paterson_stockmeyer };
-
 // One named step: an Engine operation or a composite.
 struct StepSpec {
   std::string name;
@@ -102,7 +100,6 @@ struct StepSpec {
   std::vector<std::vector<double>> matrix;  // ... or an inline matrix
   bool matvec_bsgs = false;                 // matvec method: false diagonal (one rotation per diagonal), true bsgs
   std::vector<double> coefficients;         // polynomial: c0, c1, ... (power basis)
-  PolynomialMethod method = PolynomialMethod::baby_step_giant_step;
   std::optional<std::size_t> width;   // sum_slots, inner_product: slots summed (a power of two)
   std::string to;                     // align: the value whose level and scale to reach
   SourceMark mark;                    // the step's map
@@ -205,7 +202,7 @@ struct ErrorStats {
 
 struct StepReport {
   PlannedStep state;
-  std::optional<double> median_ms;  // eager mode
+  std::optional<double> median_ms;  // eager (synchronized) and program (backend timing events) modes
   std::optional<ErrorStats> error;  // eager mode with report.step_errors
 };
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstddef>
@@ -14,7 +15,6 @@
 
 #include "fhelium/circuits/linear_transform.hpp"
 #include "lane_planner.hpp"
-#include "op_bench.hpp"
 
 namespace {
 
@@ -24,6 +24,14 @@ using fhelium::cuda::MemoryAccess;
 constexpr std::uintptr_t ciphertext_bytes = 2u << 20;  // 2 x 8 limbs x 2^14 words
 constexpr std::uintptr_t key_bytes = 19u << 20;
 constexpr std::uintptr_t diagonal_bytes = 1u << 20;
+
+// {"median_ms", "min_ms", "runs"} of durations in milliseconds.
+boost::json::object summary(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const std::size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return {{"median_ms", median}, {"min_ms", ms.front()}, {"runs", n}};
+}
 
 MemoryAccess read(std::uintptr_t at, std::uintptr_t bytes) { return {at, at + bytes, false}; }
 MemoryAccess write(std::uintptr_t at, std::uintptr_t bytes) { return {at, at + bytes, true}; }
@@ -89,7 +97,7 @@ int main(int argc, char** argv) {
       operations = plan_schedule(planner, baby, giant);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
-    json::object result = fhelium::apps::timing_summary(ms);
+    json::object result = summary(ms);
     result["size"] = size;
     result["baby_steps"] = baby;
     result["giant_steps"] = giant;
@@ -98,7 +106,6 @@ int main(int argc, char** argv) {
     results.push_back(std::move(result));
   }
   std::cout << json::serialize(json::object{{"benchmark", "fhelium-lane-planner"},
-                                            {"machine", {{"cpu", fhelium::apps::cpu_model()}}},
                                             {"lanes", 4},
                                             {"results", std::move(results)}})
             << "\n";
