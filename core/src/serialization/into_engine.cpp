@@ -30,9 +30,7 @@ RelinKey load_relinearization_key(std::istream& stream, const Engine& engine) {
   if (header.header.seeded()) {
     return engine.upload_relinearization_key(read_relinearization_key_payload(in, ctx, header));
   }
-  std::vector<u64> moduli;
-  for (int limb = 0; limb < ctx.key_limbs(); ++limb) moduli.push_back(ctx.key_modulus(limb).value);
-  StreamedPayload payload(in, header, ctx.ring_degree(), std::move(moduli), describe_switch_key_part);
+  StreamedPayload payload(in, header, ctx.ring_degree(), key_moduli(ctx), describe_switch_key_part);
   RelinKey key = engine.upload_relinearization_key(
       [&](std::span<std::byte> chunk, std::size_t offset) { payload.fill(chunk, offset); });
   payload.finish();

@@ -51,14 +51,21 @@ HostSwitchKey empty_switch_key(const Context& ctx, std::uint32_t galois_element)
   return key;
 }
 
+std::vector<u64> key_moduli(const Context& ctx) {
+  std::vector<u64> moduli;
+  for (int limb = 0; limb < ctx.key_limbs(); ++limb) moduli.push_back(ctx.key_modulus(limb).value);
+  return moduli;
+}
+
 std::vector<Segment> switch_key_segments(const Context& ctx, HostSwitchKey& key, bool seeded, Seed& seed) {
   std::vector<Segment> segments;
+  const std::vector<u64> moduli = key_moduli(ctx);
   for (int j = 0; j < key.digits; ++j) {
     for (int which = 0; which < (seeded ? 1 : 2); ++which) {
       u64* first = half(ctx, key.data.data(), j, which);
-      for (int limb = 0; limb < ctx.key_limbs(); ++limb) {
-        segments.push_back({first + static_cast<std::size_t>(limb) * ctx.ring_degree(), limb_bytes(ctx),
-                            ctx.key_modulus(limb).value, 2 * j + which, limb});
+      for (std::size_t limb = 0; limb < moduli.size(); ++limb) {
+        segments.push_back(
+            {first + limb * ctx.ring_degree(), limb_bytes(ctx), moduli[limb], 2 * j + which, static_cast<int>(limb)});
       }
     }
   }

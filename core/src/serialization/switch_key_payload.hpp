@@ -23,6 +23,8 @@ std::vector<ConstSegment> switch_key_segments(const Context& context, const Host
 // is `seed` when seeded); finish_switch_key expands the seed afterwards.
 HostSwitchKey empty_switch_key(const Context& context, std::uint32_t galois_element);
 std::vector<Segment> switch_key_segments(const Context& context, HostSwitchKey& key, bool seeded, Seed& seed);
+// The prime of each limb of a key half (Q's primes, then P's).
+std::vector<u64> key_moduli(const Context& context);
 void finish_switch_key(const Context& context, HostSwitchKey& key, bool seeded, const Seed& seed);
 
 // finish_switch_key on a second thread while the b_j are read: for an

@@ -38,11 +38,12 @@ void save_value(std::ostream& out, const Context& ctx, const HostValue& v, Objec
 // Limb-sized segments of components [0, components), each checked against its prime.
 std::vector<Segment> limb_segments(const Context& ctx, HostValue& v, int components) {
   std::vector<Segment> segments;
-  const int limbs = v.state.limbs(ctx);
+  const std::vector<u64> moduli = serialization::value_moduli(ctx, v.state);
   const std::size_t bytes = ctx.ring_degree() * sizeof(u64);
   for (int c = 0; c < components; ++c) {
-    for (int limb = 0; limb < limbs; ++limb) {
-      segments.push_back({v.limb(ctx, c, limb), bytes, ctx.key_modulus(v.state.key_limb(ctx, limb)).value, c, limb});
+    for (std::size_t limb = 0; limb < moduli.size(); ++limb) {
+      const int l = static_cast<int>(limb);
+      segments.push_back({v.limb(ctx, c, l), bytes, moduli[limb], c, l});
     }
   }
   return segments;
