@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <complex>
@@ -13,8 +14,10 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <regex>
 #include <span>
 #include <sstream>
+#include <system_error>
 #include <typeinfo>
 
 #include "fhelium/cpu/cpu_backend.hpp"
@@ -24,6 +27,7 @@
 #include "fhelium/engine.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/keys.hpp"
+#include "fhelium/params.hpp"
 
 namespace fhelium::conformance {
 namespace {
@@ -31,15 +35,16 @@ namespace {
 using Message = std::vector<std::complex<double>>;
 using Outputs = std::vector<HostValue>;
 
-constexpr double message_tolerance = 1e-4;
+constexpr double message_tolerance = 1e-4;  // at scale 2^40 or more; grows as the scale shrinks
 constexpr double scale_bits = 40;
 
 // ---- parameters of the shapes ----
 
-// Q primes 55 + levels x 40 bits, `specials` special primes of 55 bits
-// (alpha = specials Q primes per key-switching digit). At the levels tested
-// (top, middle, 0 or 1) the digits are: K1 always full; K2 2+2+1, 2+1 and 2;
-// K3 3+3+1, 3+1 and 2 (partial last digits, one, two and three digits).
+// The default sets: Q primes 55 + levels x 40 bits, `specials` special
+// primes of 55 bits (alpha = specials Q primes per key-switching digit). At
+// the levels tested (top, middle, 0 or 1) the digits are: K1 always full; K2
+// 2+2+1, 2+1 and 2; K3 3+3+1, 3+1 and 2 (partial last digits, one, two and
+// three digits).
 struct ParamSet {
   int levels;
   int specials;
@@ -57,12 +62,132 @@ CkksParameters small_params(int log_n, int levels, int specials) {
   return p;
 }
 
-// Top, middle, and 0 (first set) or 1 (the others, so rescale runs at 1 -> 0).
-std::vector<int> levels_of(const ParamSet& set, bool first) {
-  std::vector<int> levels = {set.levels, set.levels / 2, first ? 0 : 1};
+// Every prime of `bits` bits; the scale 2^40, or 2^(bits - 4) below 44 bits
+// so that a message fits q_0.
+CkksParameters with_prime_bits(CkksParameters p, int bits) {
+  p.q_bits.assign(p.q_bits.size(), bits);
+  p.p_bits.assign(p.p_bits.size(), bits);
+  p.scale = std::ldexp(1.0, std::min(static_cast<int>(scale_bits), bits - 4));
+  return p;
+}
+
+// "N4096/L3/K1", or "N4096/L3/K1/B44" with every prime of 44 bits.
+std::string shape_name(int log_n, int levels, int specials, int bits) {
+  return "N" + std::to_string(std::uint64_t{1} << log_n) + "/L" + std::to_string(levels) + "/K" +
+         std::to_string(specials) + (bits > 0 ? "/B" + std::to_string(bits) : "");
+}
+
+// One parameter set to run: the name prefix of its cases, its parameters,
+// what its keys and messages derive from (with the seed), and its levels.
+struct Shape {
+  std::string name;
+  CkksParameters params;
+  std::vector<std::uint64_t> seed_parts;
+  std::vector<int> levels;  // highest first
+};
+
+void check_prime_bits(int bits, const std::string& what) {
+  if (bits < 20 || bits > 61) {
+    throw InvalidArgumentError(what + ": primes of " + std::to_string(bits) + " bits, expected 20..61");
+  }
+}
+
+void check_log_n(int log_n, const std::string& what) {
+  if (log_n < 10 || log_n > 17) {
+    throw InvalidArgumentError(what + ": ring size 2^" + std::to_string(log_n) + ", expected 2^10..2^17");
+  }
+}
+
+// A set named in ConformanceOptions::params: "N13_L6_K4", "N13_L3_K2_B44" or a preset.
+Shape named_shape(const std::string& name) {
+  static const std::regex pattern(R"(N(\d{1,2})_L(\d{1,3})_K(\d{1,2})(?:_B(\d{1,2}))?)");
+  std::smatch m;
+  Shape shape;
+  if (std::regex_match(name, m, pattern)) {
+    const int log_n = std::stoi(m[1]);
+    const int levels = std::stoi(m[2]);
+    const int specials = std::stoi(m[3]);
+    const int bits = m[4].matched ? std::stoi(m[4]) : 0;
+    const std::string what = "parameter set '" + name + "'";
+    check_log_n(log_n, what);
+    if (specials < 1) throw InvalidArgumentError(what + ": no special prime, expected K1 or more");
+    if (bits != 0) check_prime_bits(bits, what);
+    shape.name = shape_name(log_n, levels, specials, bits);
+    shape.params = small_params(log_n, levels, specials);
+    shape.seed_parts = {static_cast<std::uint64_t>(log_n), static_cast<std::uint64_t>(levels),
+                        static_cast<std::uint64_t>(specials)};
+    if (bits != 0) {
+      shape.params = with_prime_bits(shape.params, bits);
+      shape.seed_parts.push_back(static_cast<std::uint64_t>(bits));
+    }
+    return shape;
+  }
+  try {
+    shape.params = preset(name);
+  } catch (const ParameterError&) {
+    std::string known;
+    for (const auto& k : preset_names()) known += (known.empty() ? "" : ", ") + k;
+    throw InvalidArgumentError("parameter set '" + name +
+                               "' is neither a shape N<log2 N>_L<levels>_K<special primes>[_B<prime bits>] (e.g. "
+                               "N13_L3_K2_B44) nor a preset (" +
+                               known + ")");
+  }
+  shape.name = name;
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a of the name
+  for (char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  shape.seed_parts = {hash};
+  return shape;
+}
+
+// The levels of ConformanceOptions::levels in a set whose top level is `top`,
+// highest first; by default top, middle and `lowest`.
+std::vector<int> levels_of(const std::string& set, int top, const std::vector<int>& choices, int lowest) {
+  std::vector<int> levels;
+  if (choices.empty()) levels = {top, top / 2, std::min(top, lowest)};
+  for (int choice : choices) {
+    if (choice == top_level) {
+      levels.push_back(top);
+    } else if (choice == middle_level) {
+      levels.push_back(top / 2);
+    } else if (choice < 0 || choice > top) {
+      throw InvalidArgumentError("level " + std::to_string(choice) + " of parameter set '" + set +
+                                 "' is out of range: expected 0.." + std::to_string(top) + ", top or middle");
+    } else {
+      levels.push_back(choice);
+    }
+  }
   std::sort(levels.begin(), levels.end(), std::greater<>());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   return levels;
+}
+
+// The parameter sets the options name (checked before anything runs).
+std::vector<Shape> shapes_of(const ConformanceOptions& options) {
+  std::vector<Shape> shapes;
+  if (!options.operations) return shapes;
+  if (!options.params.empty()) {
+    for (const auto& name : options.params) {
+      Shape shape = named_shape(name);
+      shape.levels = levels_of(name, shape.params.max_level(), options.levels, 1);
+      shapes.push_back(std::move(shape));
+    }
+    return shapes;
+  }
+  for (int log_n : options.log_n) {
+    check_log_n(log_n, "log_n");
+    for (std::size_t i = 0; i < std::size(param_sets); ++i) {
+      const ParamSet& set = param_sets[i];
+      Shape shape;
+      shape.name = shape_name(log_n, set.levels, set.specials, 0);
+      shape.params = small_params(log_n, set.levels, set.specials);
+      shape.seed_parts = {static_cast<std::uint64_t>(log_n), static_cast<std::uint64_t>(set.levels),
+                          static_cast<std::uint64_t>(set.specials)};
+      // Level 0 in the first set; 1 in the others, so that rescale runs at 1 -> 0.
+      shape.levels = levels_of(shape.name, set.levels, options.levels, i == 0 ? 0 : 1);
+      shapes.push_back(std::move(shape));
+    }
+  }
+  return shapes;
 }
 
 // Exact rotation keys: the composed rotation 7 = 1 + 2 + 4 has no key of its own.
@@ -79,7 +204,7 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::uint64_t mix(std::uint64_t seed, std::initializer_list<std::uint64_t> parts) {
+std::uint64_t mix(std::uint64_t seed, const std::vector<std::uint64_t>& parts) {
   std::uint64_t state = seed;
   std::uint64_t out = splitmix64(state);
   for (auto p : parts) {
@@ -119,15 +244,6 @@ template <class Op>
 Message map(const Message& x, Op op) {
   Message out(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) out[i] = op(x[i]);
-  return out;
-}
-
-Message rotate_left(const Message& m, long step) {
-  const auto n = static_cast<long>(m.size());
-  Message out(m.size());
-  for (long i = 0; i < n; ++i) {
-    out[static_cast<std::size_t>(i)] = m[static_cast<std::size_t>(((i + step) % n + n) % n)];
-  }
   return out;
 }
 
@@ -324,10 +440,13 @@ std::string check_message(const ShapeSetup& s, const HostValue& value, const Mes
     if (!(e <= err)) err = e;  // NaN propagates
   }
   max_err = std::max(max_err, err);
-  if (!(err < message_tolerance)) {
+  // The error is inversely proportional to the scale: a product rescaled by
+  // a 44-bit prime is at 2^36.
+  const double tolerance =
+      message_tolerance * std::max(1.0, std::ldexp(1.0, static_cast<int>(scale_bits)) / value.state.scale);
+  if (!(err < tolerance)) {
     std::ostringstream o;
-    o << "decrypted message differs from the expected one: max error " << err << " (tolerance " << message_tolerance
-      << ")";
+    o << "decrypted message differs from the expected one: max error " << err << " (tolerance " << tolerance << ")";
     return o.str();
   }
   return {};
@@ -339,37 +458,49 @@ std::string check_message(const ShapeSetup& s, const HostValue& value, const Mes
 // the end, and after the call checks the guard and that the inputs are unchanged.
 class DirectCall {
  public:
-  explicit DirectCall(Side& side) : side_(side), n_(side.context().ring_degree()) {}
+  DirectCall(Backend& backend, const BackendContext& prepared, const Context& context)
+      : backend_(backend), prepared_(prepared), context_(context), n_(context.ring_degree()) {}
+  explicit DirectCall(Side& side) : DirectCall(side.backend(), *side.prepared, side.context()) {}
 
   PolyArg input(const HostValue& v) {
-    auto buffer = side_.backend().allocate(v.data.size() * sizeof(u64));
-    side_.backend().upload(*buffer, v.data.data(), v.data.size() * sizeof(u64));
+    auto buffer = backend_.allocate(v.data.size() * sizeof(u64));
+    backend_.upload(*buffer, v.data.data(), v.data.size() * sizeof(u64));
     inputs_.push_back({buffer, &v});
-    return {buffer.get(), v.state.components, v.state.limbs(side_.context())};
+    return {buffer.get(), v.state.components, v.state.limbs(context_)};
   }
 
   PolyArg output(const ValueState& state) {
-    const std::size_t words = state.words(side_.context());
+    const std::size_t words = state.words(context_);
     const std::vector<u64> poisoned(words + n_, poison);
-    auto buffer = side_.backend().allocate(poisoned.size() * sizeof(u64));
-    side_.backend().upload(*buffer, poisoned.data(), poisoned.size() * sizeof(u64));
+    auto buffer = backend_.allocate(poisoned.size() * sizeof(u64));
+    backend_.upload(*buffer, poisoned.data(), poisoned.size() * sizeof(u64));
     outputs_.push_back({buffer, state});
-    return {buffer.get(), state.components, state.limbs(side_.context())};
+    return {buffer.get(), state.components, state.limbs(context_)};
+  }
+
+  // An input that is also the output (out aliases it), with a guard limb.
+  PolyArg in_out(const HostValue& v) {
+    std::vector<u64> words(v.data.size() + n_, poison);
+    std::copy(v.data.begin(), v.data.end(), words.begin());
+    auto buffer = backend_.allocate(words.size() * sizeof(u64));
+    backend_.upload(*buffer, words.data(), words.size() * sizeof(u64));
+    outputs_.push_back({buffer, v.state});
+    return {buffer.get(), v.state.components, v.state.limbs(context_)};
   }
 
   static KeyArg key(const SwitchKey& k) { return {k.buffer.get(), k.digits}; }
-  const BackendContext& prepared() const { return *side_.prepared; }
-  Backend& backend() const { return side_.backend(); }
+  const BackendContext& prepared() const { return prepared_; }
+  Backend& backend() const { return backend_; }
 
   // Downloads the outputs; reports overruns and modified inputs in `problems`.
   Outputs finish(std::string& problems) {
-    side_.backend().synchronize();
+    backend_.synchronize();
     Outputs outs;
     for (std::size_t o = 0; o < outputs_.size(); ++o) {
       const auto& [buffer, state] = outputs_[o];
-      const std::size_t words = state.words(side_.context());
+      const std::size_t words = state.words(context_);
       std::vector<u64> all(words + n_);
-      side_.backend().download(*buffer, all.data(), all.size() * sizeof(u64));
+      backend_.download(*buffer, all.data(), all.size() * sizeof(u64));
       const auto guard =
           std::find_if(all.begin() + static_cast<std::ptrdiff_t>(words), all.end(), [](u64 w) { return w != poison; });
       if (guard != all.end()) {
@@ -384,14 +515,16 @@ class DirectCall {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       const auto& [buffer, original] = inputs_[i];
       std::vector<u64> now(original->data.size());
-      side_.backend().download(*buffer, now.data(), now.size() * sizeof(u64));
+      backend_.download(*buffer, now.data(), now.size() * sizeof(u64));
       if (now != original->data) problems += "input " + std::to_string(i) + " was modified; ";
     }
     return outs;
   }
 
  private:
-  Side& side_;
+  Backend& backend_;
+  const BackendContext& prepared_;
+  const Context& context_;
   std::size_t n_;
   std::vector<std::pair<std::shared_ptr<Buffer>, const HostValue*>> inputs_;
   std::vector<std::pair<std::shared_ptr<Buffer>, ValueState>> outputs_;
@@ -558,11 +691,11 @@ std::vector<CaseDef> make_cases(int level) {
     def(
         "rotate(" + std::to_string(step) + ")",
         [step](Side& s, T t, P) { return single(s.get(s.engine.rotate(s.ct(t.ha), step, s.gk))); },
-        [=](T t) { return one(rotate_left(t.a, step)); });
+        [=](T t) { return one(rotate_slots(t.a, step)); });
   }
   def(
       "rotate(7,composed)", [](Side& s, T t, P) { return single(s.get(s.engine.rotate(s.ct(t.ha), 7, s.gk))); },
-      [=](T t) { return one(rotate_left(t.a, 7)); });
+      [=](T t) { return one(rotate_slots(t.a, 7)); });
   def(
       "rotate(0)", [](Side& s, T t, P) { return single(s.get(s.engine.rotate(s.ct(t.ha), 0, s.gk))); },
       [=](T t) { return one(t.a); });
@@ -578,7 +711,7 @@ std::vector<CaseDef> make_cases(int level) {
       },
       [=](T t) {
         std::vector<Message> m;
-        for (long step : hoisted_steps) m.push_back(rotate_left(t.a, step));
+        for (long step : hoisted_steps) m.push_back(rotate_slots(t.a, step));
         return m;
       });
 
@@ -621,6 +754,14 @@ std::vector<CaseDef> make_cases(int level) {
     const auto a = d.input(t.ha), b = d.input(t.hb);
     d.backend().sub(d.prepared(), d.output(t.ha.state), a, b);
   });
+  direct("sub(plain)", [](DirectCall& d, Side&, T t) {
+    const auto a = d.input(t.ha), b = d.input(t.pb);
+    d.backend().sub(d.prepared(), d.output(t.ha.state), a, b);
+  });
+  direct("add(out aliases a)", [](DirectCall& d, Side&, T t) {
+    const auto b = d.input(t.hb), a = d.in_out(t.ha);
+    d.backend().add(d.prepared(), a, a, b);
+  });
   direct("negate", [](DirectCall& d, Side&, T t) {
     const auto a = d.input(t.ha);
     d.backend().negate(d.prepared(), d.output(t.ha.state), a);
@@ -662,6 +803,16 @@ std::vector<CaseDef> make_cases(int level) {
       const auto a = d.input(t.ha);
       d.backend().rescale(d.prepared(), d.output(with_state(t.ha, 2, t.level - 1, Domain::ntt)), a);
     });
+    direct("rescale(3 components)", [=](DirectCall& d, Side&, T t) {
+      const auto a = d.input(t.product);
+      d.backend().rescale(d.prepared(), d.output(with_state(t.product, 3, t.level - 1, Domain::ntt)), a);
+    });
+  }
+  if (level >= 2) {
+    direct("drop_limbs(to 0)", [=](DirectCall& d, Side&, T t) {
+      const auto a = d.input(t.ha);
+      d.backend().drop_limbs(d.prepared(), d.output(with_state(t.ha, 2, 0, Domain::ntt)), a);
+    });
   }
   direct("relinearize", [=](DirectCall& d, Side& s, T t) {
     const auto a = d.input(t.product);
@@ -691,6 +842,18 @@ std::vector<CaseDef> make_cases(int level) {
       const std::uint32_t g = s.context().galois_element(step);
       outs.push_back(d.output(t.ha.state));
       elements.push_back(g);
+      keys.push_back(d.key(s.gk.keys.at(g)));
+    }
+    d.backend().rotate_hoisted(d.prepared(), outs, a, elements, keys);
+  });
+  direct("rotate_hoisted(1,-3,conjugate)", [=](DirectCall& d, Side& s, T t) {
+    const auto a = d.input(t.ha);
+    const std::vector<std::uint32_t> elements = {s.context().galois_element(1), s.context().galois_element(-3),
+                                                 s.context().conjugation_element()};
+    std::vector<PolyArg> outs;
+    std::vector<KeyArg> keys;
+    for (std::uint32_t g : elements) {
+      outs.push_back(d.output(t.ha.state));
       keys.push_back(d.key(s.gk.keys.at(g)));
     }
     d.backend().rotate_hoisted(d.prepared(), outs, a, elements, keys);
@@ -815,75 +978,230 @@ bool matches(const std::string& filter, const std::string& name) {
   return filter.empty() || name.find(filter) != std::string::npos;
 }
 
-}  // namespace
+// ---- the transform family ----
 
-std::vector<CaseResult> run_conformance(const std::shared_ptr<Backend>& backend, const ConformanceOptions& options) {
-  if (!backend) throw InvalidArgumentError("run_conformance: the backend is a null pointer");
-  const auto reference_backend = cpu::make_cpu_backend({options.reference_threads});
-  const auto tested = std::make_shared<PoisoningBackend>(backend);
-  Recorder recorder;
+// A backend and its tables for one context.
+struct Endpoint {
+  Backend& backend;
+  const BackendContext& prepared;
+};
+
+// 2 components x `limbs` limbs of random residues in the coefficient
+// domain; each limb's first 64 coefficients are q - 1 and q - 2 in turn, the
+// largest inputs of the butterflies' lazy reductions.
+HostValue random_residues(const Context& ctx, int limbs, std::uint64_t seed) {
+  HostValue h;
+  h.state = {ctx.id(), ctx.word_size(), limbs - 1, ctx.params().scale, Domain::coefficient, Basis::Q, 2};
+  h.data.resize(h.state.words(ctx));
+  std::mt19937_64 gen(seed);
+  for (int component = 0; component < h.state.components; ++component) {
+    for (int limb = 0; limb < limbs; ++limb) {
+      const u64 q = ctx.q()[static_cast<std::size_t>(limb)].value;
+      u64* x = h.limb(ctx, component, limb);
+      for (std::size_t k = 0; k < ctx.ring_degree(); ++k) x[k] = k < 64 ? q - 1 - k % 2 : gen() % q;
+    }
+  }
+  return h;
+}
+
+// to_ntt (`forward`) or to_coefficient of `in`, called directly.
+HostValue transform(const Context& ctx, const Endpoint& e, const HostValue& in, bool forward, std::string& problems) {
+  DirectCall d(e.backend, e.prepared, ctx);
+  const auto a = d.input(in);
+  ValueState state = in.state;
+  state.domain = forward ? Domain::ntt : Domain::coefficient;
+  const auto out = d.output(state);
+  if (forward) {
+    e.backend.to_ntt(e.prepared, out, a);
+  } else {
+    e.backend.to_coefficient(e.prepared, out, a);
+  }
+  return d.finish(problems).at(0);
+}
+
+// One transform on both sides, compared; `ref` receives the reference's result.
+Outcome run_transform(const Context& ctx, const Endpoint& reference, const Endpoint& test, const HostValue& in,
+                      bool forward, HostValue& ref) {
+  Outcome out;
+  std::string ref_problems, got_problems;
+  try {
+    ref = transform(ctx, reference, in, forward, ref_problems);
+  } catch (const std::exception& e) {
+    out.failure = "the CPU reference threw (a suite or library bug): " + exception_text(e);
+    return out;
+  }
+  if (!ref_problems.empty()) {
+    out.failure = "the CPU reference: " + ref_problems;
+    return out;
+  }
+  HostValue got;
+  try {
+    got = transform(ctx, test, in, forward, got_problems);
+  } catch (const std::exception& e) {
+    out.failure = "backend threw: " + exception_text(e);
+    return out;
+  } catch (...) {
+    out.failure = "backend threw a non-standard exception";
+    return out;
+  }
+  out.failure = compare_residues(ctx, got, ref);
+  if (!got_problems.empty()) out.failure += (out.failure.empty() ? "" : "; ") + got_problems;
+  return out;
+}
+
+// Forward transforms of random residues, and inverse transforms of the
+// reference's forward results (so that each case checks one direction).
+void run_transforms(Recorder& recorder, const std::shared_ptr<Backend>& reference_backend,
+                    const std::shared_ptr<Backend>& tested, const ConformanceOptions& options) {
+  const std::vector<int> bit_sizes = options.transform_bits.empty() ? std::vector<int>{0} : options.transform_bits;
   const int trials = std::max(1, options.trials);
-
-  for (int log_n : options.log_n) {
-    for (std::size_t set_index = 0; set_index < std::size(param_sets); ++set_index) {
-      const ParamSet& set = param_sets[set_index];
-      const std::string shape = "N" + std::to_string(std::uint64_t{1} << log_n) + "/L" + std::to_string(set.levels) +
-                                "/K" + std::to_string(set.specials);
-      std::unique_ptr<ShapeSetup> setup;
-      for (int level : levels_of(set, set_index == 0)) {
-        const std::string shape_level = shape + "/level" + std::to_string(level);
-        const std::string prefix = shape_level + "/";
-        std::vector<CaseDef> cases;
-        for (auto& c : make_cases(level)) {
-          if (matches(options.filter, prefix + c.name)) cases.push_back(std::move(c));
-        }
-        if (cases.empty()) continue;
+  for (int log_n : options.transform_log_n) {
+    for (int bits : bit_sizes) {
+      const CkksParameters params =
+          bits == 0 ? small_params(log_n, 2, 1) : with_prime_bits(small_params(log_n, 2, 1), bits);
+      const std::string shape = shape_name(log_n, 2, 1, bits);
+      std::shared_ptr<const Context> context;
+      std::shared_ptr<BackendContext> reference_tables, test_tables;
+      for (int limbs : {3, 1}) {
+        const std::string prefix = shape + "/limbs" + std::to_string(limbs) + "/transform:";
+        const bool forward = matches(options.filter, prefix + "to_ntt");
+        const bool inverse = matches(options.filter, prefix + "to_coefficient");
+        if (!forward && !inverse) continue;
         const auto start = std::chrono::steady_clock::now();
-        if (!setup) {
+        if (!context) {
           try {
-            setup = std::make_unique<ShapeSetup>(
-                small_params(log_n, set.levels, set.specials),
-                mix(options.seed, {static_cast<std::uint64_t>(log_n), static_cast<std::uint64_t>(set.levels),
-                                   static_cast<std::uint64_t>(set.specials)}));
-            setup->reference = std::make_unique<Side>(setup->context, reference_backend, setup->relin, setup->galois);
+            context = Context::create(params);
+            reference_tables = reference_backend->prepare(context);
           } catch (const std::exception& e) {
             recorder.fail(shape + "/setup", "building the context or the reference: " + exception_text(e));
             break;
           }
           try {
-            setup->test = std::make_unique<Side>(setup->context, tested, setup->relin, setup->galois);
+            test_tables = tested->prepare(context);
           } catch (const std::exception& e) {
-            recorder.fail(shape + "/setup", "backend prepare or key upload threw: " + exception_text(e));
+            recorder.fail(shape + "/setup", "backend prepare threw: " + exception_text(e));
             break;
           } catch (...) {
-            recorder.fail(shape + "/setup", "backend prepare or key upload threw a non-standard exception");
+            recorder.fail(shape + "/setup", "backend prepare threw a non-standard exception");
             break;
           }
         }
+        const Endpoint reference{*reference_backend, *reference_tables};
+        const Endpoint test{*tested, *test_tables};
         for (int trial = 0; trial < trials; ++trial) {
-          Trial t;
-          try {
-            t = make_trial(*setup, level,
-                           mix(options.seed, {static_cast<std::uint64_t>(log_n), static_cast<std::uint64_t>(set.levels),
-                                              static_cast<std::uint64_t>(set.specials),
-                                              static_cast<std::uint64_t>(level), static_cast<std::uint64_t>(trial)}));
-          } catch (const std::exception& e) {
-            for (const auto& c : cases) {
-              recorder.record(prefix + c.name, trial,
-                              Outcome{"preparing the inputs on the reference threw: " + exception_text(e)});
-            }
+          const HostValue in = random_residues(
+              *context, limbs,
+              mix(options.seed, {static_cast<std::uint64_t>(log_n), static_cast<std::uint64_t>(bits),
+                                 static_cast<std::uint64_t>(limbs), static_cast<std::uint64_t>(trial)}));
+          HostValue ref_forward, ref_inverse;
+          const Outcome f = run_transform(*context, reference, test, in, true, ref_forward);
+          if (forward) recorder.record(prefix + "to_ntt", trial, f);
+          if (!inverse) continue;
+          if (ref_forward.data.empty()) {
+            recorder.record(prefix + "to_coefficient", trial,
+                            Outcome{"no input: the reference's forward transform failed: " + f.failure});
             continue;
           }
-          for (const auto& c : cases) recorder.record(prefix + c.name, trial, run_case(*setup, c, t));
+          Outcome i = run_transform(*context, reference, test, ref_forward, false, ref_inverse);
+          if (i.failure.empty() && ref_inverse.data != in.data) {
+            i.failure = "the CPU reference's inverse transform does not give its input back (a library bug)";
+          }
+          recorder.record(prefix + "to_coefficient", trial, i);
         }
         if (options.verbose) {
           const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          std::cerr << "conformance: " << shape_level << ": " << cases.size() << " cases x " << trials
+          std::cerr << "conformance: " << shape << "/limbs" << limbs << ": transforms x " << trials
                     << (trials == 1 ? " trial, " : " trials, ") << seconds << " s\n";
         }
       }
     }
   }
+}
+
+}  // namespace
+
+int parse_level(const std::string& text) {
+  if (text == "top") return top_level;
+  if (text == "middle") return middle_level;
+  if (text == "lowest") return 0;
+  int level = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), level);
+  if (text.empty() || error != std::errc{} || end != text.data() + text.size() || level < 0) {
+    throw InvalidArgumentError("level '" + text + "' is not a level: expected top, middle, lowest or a number >= 0");
+  }
+  return level;
+}
+
+void check_options(const ConformanceOptions& options) {
+  shapes_of(options);
+  for (int log_n : options.transform_log_n) check_log_n(log_n, "transform_log_n");
+  for (int bits : options.transform_bits) {
+    if (bits != 0) check_prime_bits(bits, "transform_bits");
+  }
+}
+
+std::vector<CaseResult> run_conformance(const std::shared_ptr<Backend>& backend, const ConformanceOptions& options) {
+  if (!backend) throw InvalidArgumentError("run_conformance: the backend is a null pointer");
+  check_options(options);
+  const std::vector<Shape> shapes = shapes_of(options);
+  const auto reference_backend = cpu::make_cpu_backend({options.reference_threads});
+  const auto tested = std::make_shared<PoisoningBackend>(backend);
+  Recorder recorder;
+  const int trials = std::max(1, options.trials);
+
+  for (const Shape& shape : shapes) {
+    std::unique_ptr<ShapeSetup> setup;
+    for (int level : shape.levels) {
+      const std::string shape_level = shape.name + "/level" + std::to_string(level);
+      const std::string prefix = shape_level + "/";
+      std::vector<CaseDef> cases;
+      for (auto& c : make_cases(level)) {
+        if (matches(options.filter, prefix + c.name)) cases.push_back(std::move(c));
+      }
+      if (cases.empty()) continue;
+      const auto start = std::chrono::steady_clock::now();
+      if (!setup) {
+        try {
+          setup = std::make_unique<ShapeSetup>(shape.params, mix(options.seed, shape.seed_parts));
+          setup->reference = std::make_unique<Side>(setup->context, reference_backend, setup->relin, setup->galois);
+        } catch (const std::exception& e) {
+          recorder.fail(shape.name + "/setup", "building the context or the reference: " + exception_text(e));
+          break;
+        }
+        try {
+          setup->test = std::make_unique<Side>(setup->context, tested, setup->relin, setup->galois);
+        } catch (const std::exception& e) {
+          recorder.fail(shape.name + "/setup", "backend prepare or key upload threw: " + exception_text(e));
+          break;
+        } catch (...) {
+          recorder.fail(shape.name + "/setup", "backend prepare or key upload threw a non-standard exception");
+          break;
+        }
+      }
+      for (int trial = 0; trial < trials; ++trial) {
+        std::vector<std::uint64_t> parts = shape.seed_parts;
+        parts.push_back(static_cast<std::uint64_t>(level));
+        parts.push_back(static_cast<std::uint64_t>(trial));
+        Trial t;
+        try {
+          t = make_trial(*setup, level, mix(options.seed, parts));
+        } catch (const std::exception& e) {
+          for (const auto& c : cases) {
+            recorder.record(prefix + c.name, trial,
+                            Outcome{"preparing the inputs on the reference threw: " + exception_text(e)});
+          }
+          continue;
+        }
+        for (const auto& c : cases) recorder.record(prefix + c.name, trial, run_case(*setup, c, t));
+      }
+      if (options.verbose) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cerr << "conformance: " << shape_level << ": " << cases.size() << " cases x " << trials
+                  << (trials == 1 ? " trial, " : " trials, ") << seconds << " s\n";
+      }
+    }
+  }
+  run_transforms(recorder, reference_backend, tested, options);
   return recorder.take();
 }
 

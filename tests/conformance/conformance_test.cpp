@@ -40,6 +40,19 @@ class CorruptRotateBackend final : public BrokenBackend {
   }
 };
 
+// Adds 1 (mod q) to the last residue of to_ntt's output.
+class CorruptToNttBackend final : public BrokenBackend {
+ public:
+  void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    inner().to_ntt(bc, out, a);
+    const Context& ctx = bc.context();
+    std::vector<u64> words(static_cast<std::size_t>(out.components * out.limbs) * ctx.ring_degree());
+    inner().download(*out.buffer, words.data(), words.size() * sizeof(u64));
+    words.back() = (words.back() + 1) % ctx.q()[static_cast<std::size_t>(out.limbs - 1)].value;
+    inner().upload(*out.buffer, words.data(), words.size() * sizeof(u64));
+  }
+};
+
 // Never writes rescale's output.
 class SkipRescaleBackend final : public BrokenBackend {
  public:
@@ -86,6 +99,17 @@ const CaseResult* find_case(const std::vector<CaseResult>& results, const std::s
     if (r.name == name) return &r;
   }
   return nullptr;
+}
+
+// run_conformance throws InvalidArgumentError, before running anything, with every part in its message.
+void expect_refused(const std::shared_ptr<Backend>& backend, const ConformanceOptions& o,
+                    const std::vector<std::string>& parts) {
+  try {
+    run_conformance(backend, o);
+    ADD_FAILURE() << "options accepted";
+  } catch (const InvalidArgumentError& e) {
+    for (const auto& part : parts) EXPECT_TRUE(contains(e.what(), part)) << e.what();
+  }
 }
 
 TEST(Conformance, CpuBackendPassesEveryCase) {
@@ -187,6 +211,71 @@ TEST(Conformance, FilterSelectsCasesBySubstringAndReproducesThem) {
     ASSERT_NE(same, nullptr) << r.name;
     EXPECT_EQ(same->detail, r.detail);
   }
+}
+
+// The options the CUDA tests use, cheaply: a shape with every prime of 44
+// bits at its top level, a preset at its lowest, the transform family at
+// 2^10 with 44- and 45-bit primes.
+TEST(Conformance, NamedParameterSetsLevelsAndTransformsPass) {
+  ConformanceOptions o;
+  o.trials = 1;
+  o.params = {"N11_L3_K2_B44"};
+  o.levels = {top_level};
+  o.transform_log_n = {10};
+  o.transform_bits = {44, 45};
+  auto results = run_conformance(cpu::make_cpu_backend({1}), o);
+  o.params = {"slots8192_scale40_levels7"};
+  o.levels = {parse_level("lowest")};
+  o.transform_log_n = {};
+  const auto preset = run_conformance(cpu::make_cpu_backend({1}), o);
+  results.insert(results.end(), preset.begin(), preset.end());
+  for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  EXPECT_NE(find_case(results, "N2048/L3/K2/B44/level3/rotate_hoisted(1,5,-3,0,2)"), nullptr);
+  EXPECT_NE(find_case(results, "N2048/L3/K2/B44/level3/direct:rescale(3 components)"), nullptr);
+  EXPECT_NE(find_case(results, "slots8192_scale40_levels7/level0/direct:rotate_hoisted(1,-3,conjugate)"), nullptr);
+  EXPECT_NE(find_case(results, "N1024/L2/K1/B45/limbs1/transform:to_ntt"), nullptr);
+  EXPECT_NE(find_case(results, "N1024/L2/K1/B44/limbs3/transform:to_coefficient"), nullptr);
+  for (const auto& r : results) {
+    EXPECT_TRUE(contains(r.name, "/B44/level3/") || contains(r.name, "/level0/") || contains(r.name, "/transform:"))
+        << r.name;
+  }
+}
+
+// A broken forward transform fails the forward cases only: the inverse ones
+// start from the reference's forward result.
+TEST(Conformance, CorruptedForwardTransformFailsOnlyForwardTransforms) {
+  ConformanceOptions o;
+  o.operations = false;
+  o.transform_log_n = {10, 11};
+  const auto results = run_conformance(std::make_shared<CorruptToNttBackend>(), o);
+  ASSERT_EQ(results.size(), 8u);  // 2 ring sizes x 3 and 1 limbs x forward and inverse
+  for (const auto& r : results) {
+    EXPECT_EQ(r.passed, contains(r.name, "transform:to_coefficient")) << r.name << ": " << r.detail;
+  }
+  const auto* forward = find_case(results, "N2048/L2/K1/limbs3/transform:to_ntt");
+  ASSERT_NE(forward, nullptr);
+  EXPECT_TRUE(contains(forward->detail, "1 of 12288 residues differ; first at component 1, limb 2, coefficient 2047"))
+      << forward->detail;
+}
+
+TEST(Conformance, UnknownParameterSetsAndLevelsAreRefusedByName) {
+  const auto backend = cpu::make_cpu_backend({1});
+  ConformanceOptions o;
+  o.params = {"N12_L3"};
+  expect_refused(backend, o, {"'N12_L3'", "N<log2 N>_L<levels>_K<special primes>", "slots8192_scale40_levels7"});
+  o.params = {"N12_L3_K1_B70"};
+  expect_refused(backend, o, {"'N12_L3_K1_B70'", "70 bits, expected 20..61"});
+  o.params = {"N12_L3_K1", "slots8192_scale40_levels7"};
+  o.levels = {5};
+  expect_refused(backend, o, {"level 5 of parameter set 'N12_L3_K1'", "expected 0..3"});
+  o = {};
+  o.transform_log_n = {9};
+  expect_refused(backend, o, {"transform_log_n", "2^9"});
+  EXPECT_EQ(parse_level("top"), top_level);
+  EXPECT_EQ(parse_level("middle"), middle_level);
+  EXPECT_EQ(parse_level("17"), 17);
+  EXPECT_THROW(parse_level("-1"), InvalidArgumentError);
+  EXPECT_THROW(parse_level("3x"), InvalidArgumentError);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // One parameter set on the CUDA backend and the CPU backend: keys (relinearization,
 // and Galois keys for the steps 1 and -3 and conjugation) uploaded to both,
-// encoders, and helpers for device buffers. Shared by the CUDA test executables.
+// encoders, and poisoned device buffers. Shared by the CUDA test executables.
 #pragma once
 
 #include <memory>
@@ -23,12 +23,10 @@ struct World {
   PublicKey pk;
   Encoder encoder;
   Encryptor encryptor;
-  Decryptor decryptor;
   std::shared_ptr<Backend> cpu_backend;
   std::shared_ptr<Backend> gpu_backend;
   Engine cpu;
   Engine gpu;
-  std::shared_ptr<BackendContext> cpu_ctx;
   std::shared_ptr<BackendContext> gpu_ctx;
   std::vector<long> steps{1, -3};
   std::vector<std::uint32_t> elements;  // steps, then conjugation
@@ -44,12 +42,10 @@ struct World {
         pk(keygen.public_key(sk)),
         encoder(context),
         encryptor(context, rng),
-        decryptor(context),
         cpu_backend(cpu::make_cpu_backend()),
         gpu_backend(cuda::make_cuda_backend()),
         cpu(context, cpu_backend),
         gpu(context, gpu_backend),
-        cpu_ctx(cpu_backend->prepare(context)),
         gpu_ctx(gpu_backend->prepare(context)) {
     const HostSwitchKey relin = keygen.relinearization_key(sk);
     cpu_rk = cpu.upload_relinearization_key(relin);
@@ -80,30 +76,8 @@ struct World {
     return buffer;
   }
 
-  std::shared_ptr<Buffer> gpu_upload(const std::vector<u64>& words) const {
-    auto buffer = gpu_backend->allocate(words.size() * sizeof(u64));
-    gpu_backend->upload(*buffer, words.data(), words.size() * sizeof(u64));
-    return buffer;
-  }
-
-  std::vector<u64> gpu_download(const Buffer& buffer, std::size_t words) const {
-    std::vector<u64> out(words);
-    gpu_backend->download(buffer, out.data(), words * sizeof(u64));
-    return out;
-  }
-
   std::size_t words(int components, int limbs) const {
     return static_cast<std::size_t>(components) * static_cast<std::size_t>(limbs) * n();
-  }
-
-  std::vector<u64> constant(double scaled, int limbs) const {
-    std::vector<u64> r;
-    for (int i = 0; i < limbs; ++i) r.push_back(Encoder::round_to_residue(scaled, context->q()[static_cast<std::size_t>(i)]));
-    return r;
-  }
-
-  Message decrypt_gpu(const Ciphertext& ct) const {
-    return encoder.decode(decryptor.decrypt(gpu.download(ct), sk), n() / 2);
   }
 };
 

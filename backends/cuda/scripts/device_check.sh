@@ -26,7 +26,7 @@ for step in $steps; do
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/capture_tests.log" | tail -12
       ;;
     sanitize)
-      # memcheck on every test (about 20 s on the H200), but the out-of-memory
+      # memcheck on every test (about 95 s on the H200), but the out-of-memory
       # one: its deliberate 1 TiB request is an API error to memcheck.
       # racecheck costs minutes per shape (racecheck-all runs every one);
       # N14_L7_K1 takes the fused one-prime paths (the cluster inner product).

@@ -1,0 +1,109 @@
+// The CUDA backend's errors: a missing device, out of memory, foreign
+// buffers and contexts, key switches of the wrong shape; each a BackendError
+// that names the problem, the backend usable afterwards. Every test skips
+// when no CUDA device is present (CI has none).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "expectations.hpp"
+#include "fhelium/cuda/cuda_backend.hpp"
+#include "helpers.hpp"
+#include "require_gpu.hpp"
+#include "world.hpp"
+
+namespace fhelium::test {
+namespace {
+
+TEST(CudaBackendErrors, MissingDeviceIsBackendError) {
+  REQUIRE_GPU();
+  try {
+    cuda::make_cuda_backend({999});
+    FAIL() << "device 999 was accepted";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("device 999 does not exist"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cuda::make_cuda_backend({-1}), BackendError);
+}
+
+TEST(CudaBackendErrors, OutOfMemoryIsBackendErrorAndBackendStaysUsable) {
+  REQUIRE_GPU();
+  auto backend = cuda::make_cuda_backend();
+  try {
+    backend->allocate(std::size_t{1} << 40);  // 1 TiB
+    FAIL() << "a 1 TiB allocation succeeded";
+  } catch (const BackendError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("allocating 1099511627776 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("out of memory"), std::string::npos) << message;
+  }
+  // Still usable: a round trip and an operation.
+  const auto context = Context::create(small_params(12, 2, 1));
+  Engine cpu(context, cpu::make_cpu_backend());
+  Engine gpu(context, backend);
+  Csprng rng(test_seed(3));
+  KeyGenerator keygen(context, rng);
+  const SecretKey sk = keygen.secret_key();
+  const PublicKey pk = keygen.public_key(sk);
+  Encoder encoder(context);
+  Encryptor encryptor(context, rng);
+  std::vector<double> m(context->ring_degree() / 2, 0.5);
+  const HostValue host = encryptor.encrypt(encoder.encode(m, 2, std::ldexp(1.0, 40)), pk);
+  const auto on_gpu = gpu.upload_ciphertext(host);
+  EXPECT_EQ(gpu.download(on_gpu).data, host.data);
+  EXPECT_EQ(gpu.download(gpu.rescale(on_gpu)).data, cpu.download(cpu.rescale(cpu.upload_ciphertext(host))).data);
+}
+
+TEST(CudaBackendErrors, ForeignBuffersAndContextsAreRefused) {
+  REQUIRE_GPU();
+  auto gpu_backend = cuda::make_cuda_backend();
+  auto cpu_backend = cpu::make_cpu_backend();
+  const auto context = Context::create(small_params(12, 1, 1));
+  const auto gctx = gpu_backend->prepare(context);
+  const auto cctx = cpu_backend->prepare(context);
+  const std::size_t bytes = 2 * 2 * context->ring_degree() * sizeof(u64);
+  auto host_buffer = cpu_backend->allocate(bytes);
+  auto device_buffer = gpu_backend->allocate(bytes);
+  const PolyArg cpu_arg{host_buffer.get(), 2, 2};
+  const PolyArg gpu_arg{device_buffer.get(), 2, 2};
+  EXPECT_THROW(gpu_backend->add(*gctx, gpu_arg, cpu_arg, gpu_arg), BackendError);
+  EXPECT_THROW(gpu_backend->add(*cctx, gpu_arg, gpu_arg, gpu_arg), BackendError);
+  EXPECT_THROW(gpu_backend->add(*gctx, PolyArg{device_buffer.get(), 3, 2}, gpu_arg, gpu_arg), BackendError);
+  EXPECT_THROW(cuda::native_stream(*cpu_backend), BackendError);
+  EXPECT_NO_THROW(gpu_backend->add(*gctx, gpu_arg, gpu_arg, gpu_arg));
+  EXPECT_NO_THROW(gpu_backend->synchronize());
+}
+
+// A key switch refuses an operand of the wrong shape before anything runs,
+// naming the operand, its shape and the one expected; the backend stays usable.
+TEST(CudaBackendErrors, KeySwitchShapesAreRefusedByName) {
+  REQUIRE_GPU();
+  World w(small_params(12, 2, 1), 41);
+  constexpr int limbs = 3;
+  Backend& gpu = *w.gpu_backend;
+  const BackendContext& ctx = *w.gpu_ctx;
+  const auto in = w.poisoned(w.words(3, limbs));
+  const auto out = w.poisoned(w.words(2, limbs));
+  const PolyArg two{in.get(), 2, limbs};
+  const PolyArg fewer{in.get(), 2, limbs - 1};
+  const PolyArg result{out.get(), 2, limbs};
+  const KeyArg rk{w.gpu_rk.buffer.get(), w.gpu_rk.digits};
+  const std::uint32_t g = w.elements.front();
+  const KeyArg gk{w.gpu_gk.keys.at(g).buffer.get(), w.gpu_gk.keys.at(g).digits};
+  expect_contains(error_of<BackendError>([&] { gpu.relinearize(ctx, result, two, rk); }),
+                  {"relinearize", "input of 2 components and 3 limbs, expected 3 components of 3 limbs"});
+  expect_contains(error_of<BackendError>([&] { gpu.multiply_relinearize(ctx, result, two, fewer, rk); }),
+                  {"multiply_relinearize", "second operand of 2 components and 2 limbs, expected 2 components of 3"});
+  expect_contains(error_of<BackendError>([&] { gpu.multiply_relinearize(ctx, fewer, two, two, rk); }),
+                  {"multiply_relinearize", "output of 2 components and 2 limbs"});
+  expect_contains(error_of<BackendError>([&] { gpu.rotate(ctx, PolyArg{out.get(), 2, limbs - 1}, two, g, gk); }),
+                  {"rotate", "output of 2 components and 2 limbs, expected 2 components of 3 limbs"});
+  EXPECT_NO_THROW(gpu.add(ctx, result, two, two));
+  EXPECT_NO_THROW(gpu.synchronize());
+}
+
+}  // namespace
+}  // namespace fhelium::test
