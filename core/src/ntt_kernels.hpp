@@ -1,7 +1,7 @@
-// NTT passes shared by the scalar and the AVX2 transforms. Harvey's lazy
-// butterflies with Shoup constants: the forward transform keeps values in
-// [0, 4q), the inverse in [0, 2q). Two stages per pass (radix 4) halve the
-// loads and stores.
+// NTT passes shared by the scalar and the AVX2 transforms, for 64-bit and
+// 32-bit words (W). Harvey's lazy butterflies with Shoup constants: the
+// forward transform keeps values in [0, 4q), the inverse in [0, 2q), so 4q
+// must fit a word. Two stages per pass (radix 4) halve the loads and stores.
 #pragma once
 
 #include <cstdint>
@@ -25,48 +25,50 @@ void forward_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_sh
 void inverse_avx2(u64* a, std::uint64_t n, const u64* roots, const u64* roots_shoup, u64 q, u64 inv_n,
                   u64 inv_n_shoup);
 
-inline void forward_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  const u64 u = x >= two_q ? x - two_q : x;
-  const u64 v = mul_shoup_lazy(y, w, w_shoup, q);
+template <class W>
+inline void forward_butterfly(W& x, W& y, W w, W w_shoup, W q, W two_q) {
+  const W u = x >= two_q ? x - two_q : x;
+  const W v = mul_shoup_lazy(y, w, w_shoup, q);
   x = u + v;
   y = u - v + two_q;
 }
 
-inline void inverse_butterfly(u64& x, u64& y, u64 w, u64 w_shoup, u64 q, u64 two_q) {
-  const u64 u = x;
-  const u64 v = y;
-  const u64 s = u + v;
+template <class W>
+inline void inverse_butterfly(W& x, W& y, W w, W w_shoup, W q, W two_q) {
+  const W u = x;
+  const W v = y;
+  const W s = u + v;
   x = s >= two_q ? s - two_q : s;
   y = mul_shoup_lazy(u - v + two_q, w, w_shoup, q);
 }
 
 // Forward stage m (m blocks of 2t, t = n / 2m).
-inline void forward_radix2_stage(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
-                                 u64 q) {
+template <class W>
+inline void forward_radix2_stage(W* a, std::uint64_t n, std::uint64_t m, const W* roots, const W* roots_shoup, W q) {
   const std::uint64_t t = n / (2 * m);
   for (std::uint64_t i = 0; i < m; ++i) {
-    u64* x = a + 2 * i * t;
+    W* x = a + 2 * i * t;
     for (std::uint64_t j = 0; j < t; ++j) forward_butterfly(x[j], x[j + t], roots[m + i], roots_shoup[m + i], q, 2 * q);
   }
 }
 
 // Forward stages m, 2m, 4m, ... up to n/2, two at a time (an even count).
-inline void forward_radix4_passes(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
-                                  u64 q) {
-  const u64 two_q = 2 * q;
+template <class W>
+inline void forward_radix4_passes(W* a, std::uint64_t n, std::uint64_t m, const W* roots, const W* roots_shoup, W q) {
+  const W two_q = 2 * q;
   for (; m < n; m <<= 2) {
     const std::uint64_t t = n / (2 * m);
     const std::uint64_t t2 = t >> 1;
     for (std::uint64_t i = 0; i < m; ++i) {
-      const u64 wa = roots[m + i], wa_shoup = roots_shoup[m + i];
-      const u64 wb0 = roots[2 * m + 2 * i], wb0_shoup = roots_shoup[2 * m + 2 * i];
-      const u64 wb1 = roots[2 * m + 2 * i + 1], wb1_shoup = roots_shoup[2 * m + 2 * i + 1];
-      u64* p0 = a + 2 * i * t;
-      u64* p1 = p0 + t2;
-      u64* p2 = p0 + t;
-      u64* p3 = p2 + t2;
+      const W wa = roots[m + i], wa_shoup = roots_shoup[m + i];
+      const W wb0 = roots[2 * m + 2 * i], wb0_shoup = roots_shoup[2 * m + 2 * i];
+      const W wb1 = roots[2 * m + 2 * i + 1], wb1_shoup = roots_shoup[2 * m + 2 * i + 1];
+      W* p0 = a + 2 * i * t;
+      W* p1 = p0 + t2;
+      W* p2 = p0 + t;
+      W* p3 = p2 + t2;
       for (std::uint64_t j = 0; j < t2; ++j) {
-        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+        W x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
         forward_butterfly(x0, x2, wa, wa_shoup, q, two_q);
         forward_butterfly(x1, x3, wa, wa_shoup, q, two_q);
         forward_butterfly(x0, x1, wb0, wb0_shoup, q, two_q);
@@ -80,43 +82,45 @@ inline void forward_radix4_passes(u64* a, std::uint64_t n, std::uint64_t m, cons
   }
 }
 
-inline void reduce_from_4q(u64* a, std::uint64_t n, u64 q) {
+template <class W>
+inline void reduce_from_4q(W* a, std::uint64_t n, W q) {
   for (std::uint64_t j = 0; j < n; ++j) {
-    u64 u = a[j];
+    W u = a[j];
     u = u >= 2 * q ? u - 2 * q : u;
     a[j] = u >= q ? u - q : u;
   }
 }
 
 // Inverse stage m (m / 2 blocks of size n / (m / 2)).
-inline void inverse_radix2_stage(u64* a, std::uint64_t n, std::uint64_t m, const u64* roots, const u64* roots_shoup,
-                                 u64 q) {
+template <class W>
+inline void inverse_radix2_stage(W* a, std::uint64_t n, std::uint64_t m, const W* roots, const W* roots_shoup, W q) {
   const std::uint64_t h = m >> 1;
   const std::uint64_t t = n / m;
   for (std::uint64_t i = 0; i < h; ++i) {
-    u64* x = a + 2 * i * t;
+    W* x = a + 2 * i * t;
     for (std::uint64_t j = 0; j < t; ++j) inverse_butterfly(x[j], x[j + t], roots[h + i], roots_shoup[h + i], q, 2 * q);
   }
 }
 
 // Inverse stages m, m/2, ... two at a time while m >= stop * 2; returns the
 // first stage not done.
-inline std::uint64_t inverse_radix4_passes(u64* a, std::uint64_t n, std::uint64_t m, std::uint64_t stop,
-                                           const u64* roots, const u64* roots_shoup, u64 q) {
-  const u64 two_q = 2 * q;
+template <class W>
+inline std::uint64_t inverse_radix4_passes(W* a, std::uint64_t n, std::uint64_t m, std::uint64_t stop, const W* roots,
+                                           const W* roots_shoup, W q) {
+  const W two_q = 2 * q;
   for (; m >= 2 * stop; m >>= 2) {
     const std::uint64_t h = m >> 1;
     const std::uint64_t t = n / m;
     for (std::uint64_t i = 0; i < h / 2; ++i) {
-      const u64 w0 = roots[h + 2 * i], w0_shoup = roots_shoup[h + 2 * i];
-      const u64 w1 = roots[h + 2 * i + 1], w1_shoup = roots_shoup[h + 2 * i + 1];
-      const u64 w = roots[h / 2 + i], w_shoup = roots_shoup[h / 2 + i];
-      u64* p0 = a + 4 * i * t;
-      u64* p1 = p0 + t;
-      u64* p2 = p1 + t;
-      u64* p3 = p2 + t;
+      const W w0 = roots[h + 2 * i], w0_shoup = roots_shoup[h + 2 * i];
+      const W w1 = roots[h + 2 * i + 1], w1_shoup = roots_shoup[h + 2 * i + 1];
+      const W w = roots[h / 2 + i], w_shoup = roots_shoup[h / 2 + i];
+      W* p0 = a + 4 * i * t;
+      W* p1 = p0 + t;
+      W* p2 = p1 + t;
+      W* p3 = p2 + t;
       for (std::uint64_t j = 0; j < t; ++j) {
-        u64 x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
+        W x0 = p0[j], x1 = p1[j], x2 = p2[j], x3 = p3[j];
         inverse_butterfly(x0, x1, w0, w0_shoup, q, two_q);
         inverse_butterfly(x2, x3, w1, w1_shoup, q, two_q);
         inverse_butterfly(x0, x2, w, w_shoup, q, two_q);

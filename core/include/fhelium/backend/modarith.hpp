@@ -6,6 +6,7 @@
 namespace fhelium {
 
 using u64 = std::uint64_t;
+using u32 = std::uint32_t;
 __extension__ using u128 = unsigned __int128;  // GCC and Clang extension
 
 // A prime modulus with its Barrett constant floor(2^128 / q).
@@ -63,6 +64,19 @@ inline u64 mul_shoup_lazy(u64 x, u64 w, u64 w_shoup, u64 q) {
 
 inline u64 mul_shoup(u64 x, u64 w, u64 w_shoup, u64 q) {
   const u64 r = mul_shoup_lazy(x, w, w_shoup, q);
+  return r >= q ? r - q : r;
+}
+
+// The same in 32-bit words, for primes below 2^31 (results below 2q < 2^32).
+inline u32 shoup(u32 w, u32 q) { return static_cast<u32>((static_cast<u64>(w) << 32) / q); }
+
+inline u32 mul_shoup_lazy(u32 x, u32 w, u32 w_shoup, u32 q) {
+  const auto quotient = static_cast<u32>((static_cast<u64>(x) * w_shoup) >> 32);
+  return x * w - quotient * q;
+}
+
+inline u32 mul_shoup(u32 x, u32 w, u32 w_shoup, u32 q) {
+  const u32 r = mul_shoup_lazy(x, w, w_shoup, q);
   return r >= q ? r - q : r;
 }
 
