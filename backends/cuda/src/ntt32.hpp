@@ -1,0 +1,41 @@
+// The negacyclic NTT in 32-bit words on the GPU (the 32-bit word family of
+// issue #30; not yet used by the backend's operations). The same transform as
+// NttTable32 (core), bit for bit: Cooley-Tukey forward and Gentleman-Sande
+// inverse with Harvey's lazy butterflies and Shoup constants, primes below
+// 2^30. N = N1 x TILE runs as two kernels: `columns` does the log2(N1)
+// stages of distance >= TILE with one column of N1 words per thread in
+// registers, `tiles` the log2(TILE) stages inside tiles of TILE contiguous
+// words in shared memory; N <= 2048 runs one `tiles` kernel.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "device_types.hpp"
+#include "fhelium/backend/ntt32.hpp"
+
+namespace fhelium::cuda {
+
+class DeviceNtt32 {
+ public:
+  // One table per prime, all of one ring degree (2^10 to 2^17).
+  explicit DeviceNtt32(const std::vector<NttTable32>& tables);
+  ~DeviceNtt32();
+  DeviceNtt32(const DeviceNtt32&) = delete;
+  DeviceNtt32& operator=(const DeviceNtt32&) = delete;
+
+  // In place on `limbs` limbs of N words, limb b in prime b % primes, values
+  // in [0, q) in and out; ordered on `stream`.
+  void forward(u32* data, int limbs, cudaStream_t stream) const;
+  void inverse(u32* data, int limbs, cudaStream_t stream) const;
+
+ private:
+  std::uint64_t n_;
+  int primes_;
+  u32* tables_ = nullptr;   // per prime: roots, roots_shoup, inverse roots, inverse roots_shoup (N each)
+  u32* scalars_ = nullptr;  // per prime: q, n^-1, its Shoup constant
+};
+
+}  // namespace fhelium::cuda

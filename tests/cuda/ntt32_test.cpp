@@ -1,0 +1,58 @@
+// The 32-bit NTT on the GPU against NttTable32 (core), bit for bit: forward
+// and inverse on several limbs of different primes, every ring degree the
+// kernels support (one tile kernel up to 2^11, columns and tiles above).
+#include "fhelium/backend/ntt32.hpp"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fhelium/primes.hpp"
+#include "ntt32.hpp"
+#include "require_gpu.hpp"
+
+namespace fhelium::test {
+namespace {
+
+class CudaNtt32 : public testing::TestWithParam<int> {};
+
+TEST_P(CudaNtt32, BitExactWithTheCpuTransform) {
+  REQUIRE_GPU();
+  const std::uint64_t n = std::uint64_t{1} << GetParam();
+  std::vector<NttTable32> tables;
+  for (const auto q : generate_ntt_primes({30, 30, 29}, n)) tables.emplace_back(n, static_cast<u32>(q));
+  constexpr int limbs = 6;  // two polynomials of three limbs
+  std::vector<u32> host(n * limbs);
+  std::mt19937_64 rng(static_cast<unsigned>(GetParam()));
+  for (int b = 0; b < limbs; ++b) {
+    const u32 q = tables[static_cast<std::size_t>(b % 3)].modulus();
+    for (std::uint64_t k = 0; k < n; ++k) {
+      host[b * n + k] = k < 64 ? q - 1 - static_cast<u32>(k % 2) : static_cast<u32>(rng() % q);
+    }
+  }
+  std::vector<u32> expected = host;
+  for (int b = 0; b < limbs; ++b) tables[static_cast<std::size_t>(b % 3)].forward(expected.data() + b * n);
+
+  const cuda::DeviceNtt32 device(tables);
+  u32* data = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&data), host.size() * sizeof(u32)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(data, host.data(), host.size() * sizeof(u32), cudaMemcpyHostToDevice), cudaSuccess);
+  device.forward(data, limbs, nullptr);
+  std::vector<u32> actual(host.size());
+  ASSERT_EQ(cudaMemcpy(actual.data(), data, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(actual == expected) << "forward";
+  device.inverse(data, limbs, nullptr);
+  ASSERT_EQ(cudaMemcpy(actual.data(), data, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(actual == host) << "inverse";
+  cudaFree(data);
+}
+
+std::string ring_name(const testing::TestParamInfo<int>& param) { return "N" + std::to_string(1 << param.param); }
+
+INSTANTIATE_TEST_SUITE_P(RingSizes, CudaNtt32, testing::Values(10, 11, 12, 13, 14, 15, 16, 17), ring_name);
+
+}  // namespace
+}  // namespace fhelium::test
