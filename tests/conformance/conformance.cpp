@@ -918,32 +918,40 @@ class Recorder {
   std::map<std::string, std::size_t> index_;
 };
 
+// Runs the CPU reference, then the backend under test, each guarded; returns
+// which side threw or reported problems, or "" when both ran.
+template <class Reference, class Tested>
+std::string run_both(Reference reference, Tested tested) {
+  std::string ref_problems;
+  try {
+    reference(ref_problems);
+  } catch (const std::exception& e) {
+    return "the CPU reference threw (a suite or library bug): " + exception_text(e);
+  }
+  if (!ref_problems.empty()) return "the CPU reference: " + ref_problems;
+  try {
+    tested();
+  } catch (const std::exception& e) {
+    return "backend threw: " + exception_text(e);
+  } catch (...) {
+    return "backend threw a non-standard exception";
+  }
+  return "";
+}
+
 // Runs one case on both sides and compares.
 Outcome run_case(ShapeSetup& s, const CaseDef& c, const Trial& t) {
   Outcome out;
   Outputs ref, got;
   std::vector<Message> expected;
-  std::string ref_problems, got_problems;
-  try {
-    ref = c.run(*s.reference, t, ref_problems);
-    expected = c.expected(t);
-  } catch (const std::exception& e) {
-    out.failure = "the CPU reference threw (a suite or library bug): " + exception_text(e);
-    return out;
-  }
-  if (!ref_problems.empty()) {
-    out.failure = "the CPU reference: " + ref_problems;
-    return out;
-  }
-  try {
-    got = c.run(*s.test, t, got_problems);
-  } catch (const std::exception& e) {
-    out.failure = "backend threw: " + exception_text(e);
-    return out;
-  } catch (...) {
-    out.failure = "backend threw a non-standard exception";
-    return out;
-  }
+  std::string got_problems;
+  out.failure = run_both(
+      [&](std::string& ref_problems) {
+        ref = c.run(*s.reference, t, ref_problems);
+        expected = c.expected(t);
+      },
+      [&] { got = c.run(*s.test, t, got_problems); });
+  if (!out.failure.empty()) return out;
   if (got.size() != ref.size()) {
     out.failure =
         "backend returned " + std::to_string(got.size()) + " results, reference " + std::to_string(ref.size());
@@ -1023,27 +1031,11 @@ HostValue transform(const Context& ctx, const Endpoint& e, const HostValue& in, 
 Outcome run_transform(const Context& ctx, const Endpoint& reference, const Endpoint& test, const HostValue& in,
                       bool forward, HostValue& ref) {
   Outcome out;
-  std::string ref_problems, got_problems;
-  try {
-    ref = transform(ctx, reference, in, forward, ref_problems);
-  } catch (const std::exception& e) {
-    out.failure = "the CPU reference threw (a suite or library bug): " + exception_text(e);
-    return out;
-  }
-  if (!ref_problems.empty()) {
-    out.failure = "the CPU reference: " + ref_problems;
-    return out;
-  }
+  std::string got_problems;
   HostValue got;
-  try {
-    got = transform(ctx, test, in, forward, got_problems);
-  } catch (const std::exception& e) {
-    out.failure = "backend threw: " + exception_text(e);
-    return out;
-  } catch (...) {
-    out.failure = "backend threw a non-standard exception";
-    return out;
-  }
+  out.failure = run_both([&](std::string& ref_problems) { ref = transform(ctx, reference, in, forward, ref_problems); },
+                         [&] { got = transform(ctx, test, in, forward, got_problems); });
+  if (!out.failure.empty()) return out;
   out.failure = compare_residues(ctx, got, ref);
   if (!got_problems.empty()) out.failure += (out.failure.empty() ? "" : "; ") + got_problems;
   return out;
