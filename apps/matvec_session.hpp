@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "fhelium/circuits/linear_transform.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
+#include "fhelium/runtime/evaluation_keys.hpp"
 #include "fhelium/runtime/graph_program.hpp"
-#include "fhelium/circuits/linear_transform.hpp"
 
 namespace fhelium::apps {
 
@@ -35,13 +36,8 @@ class MatvecSession {
     runtime::ProgramBuilder b(context_, "matvec");
     b.output("y", transform_.apply(b, b.input("x", top_level_state())));
     const runtime::PreparedProgram prepared = b.prepare();
-    std::vector<HostSwitchKey> host_keys;
-    for (std::uint32_t element : prepared.required_keys().galois_elements(*context_)) {
-      host_keys.push_back(keygen_.galois_key(sk_, element));
-    }
-    keys_ = engine_.upload_galois_keys(host_keys);
-    runtime::Materials materials;
-    materials.galois_keys = &keys_;
+    keys_.emplace(runtime::EvaluationKeys::generate(prepared.required_keys(), engine_, keygen_, sk_, rng_));
+    runtime::Materials materials = keys_->materials();
     for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
     executable_.emplace(runtime::link(prepared, engine_, materials));
   }
@@ -110,7 +106,7 @@ class MatvecSession {
   std::mt19937_64 values_{2026};  // before transform_, which draws the matrix from it
   std::size_t size_;
   circuits::LinearTransform transform_;
-  GaloisKeys keys_;
+  std::optional<runtime::EvaluationKeys> keys_;  // stays in place: the executable borrows them
   std::optional<runtime::Executable> executable_;
 };
 

@@ -21,6 +21,7 @@
 #include "fhelium/plugins/loader.hpp"
 #include "fhelium/random.hpp"
 #include "fhelium/runtime/clear_evaluator.hpp"
+#include "fhelium/runtime/evaluation_keys.hpp"
 #include "fhelium/runtime/program.hpp"
 
 using namespace fhelium;
@@ -65,18 +66,10 @@ int main() {
   KeyGenerator keygen(context, rng);
   const SecretKey sk = keygen.secret_key();
   const PublicKey pk = keygen.public_key(sk);
-  std::optional<RelinKey> rk;
-  if (needed.relinearization) rk = engine.upload_relinearization_key(keygen.relinearization_key(sk));
-  std::vector<HostSwitchKey> rotations;
-  for (std::uint32_t element : needed.galois_elements(*context)) {
-    rotations.push_back(keygen.galois_key(sk, element));
-  }
-  const GaloisKeys gk = engine.upload_galois_keys(rotations);
+  const runtime::EvaluationKeys keys = runtime::EvaluationKeys::generate(needed, engine, keygen, sk, rng);
 
   // 4. Link: keys borrowed, the diagonals as clear values (encoded at their prepared state).
-  runtime::Materials materials;
-  materials.relinearization_key = rk ? &*rk : nullptr;
-  materials.galois_keys = &gk;
+  runtime::Materials materials = keys.materials();
   for (const auto& [name, values] : b.constant_values()) materials.constants.emplace(name, values);
   const runtime::Executable exe = runtime::link(prepared, engine, materials);
 

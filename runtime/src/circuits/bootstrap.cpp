@@ -10,6 +10,7 @@
 #include "fhelium/circuits/polynomial.hpp"
 #include "fhelium/circuits/special_fft.hpp"
 #include "fhelium/error.hpp"
+#include "fhelium/runtime/evaluation_keys.hpp"
 
 namespace fhelium::circuits {
 namespace {
@@ -319,21 +320,6 @@ runtime::KeyRequirements Bootstrapper::required_keys(std::shared_ptr<const Conte
   return bootstrap_builder(std::move(context), config, input_scale).required_keys();
 }
 
-runtime::SparseEncapsulation upload(const Engine& engine, const SparseEncapsulationKeys& keys) {
-  if (keys.sparse_to_dense.context_id != engine.context().id() || !keys.low_context ||
-      keys.low_context->q().front().value != engine.context().q().front().value) {
-    throw StateError("sparse-secret encapsulation: the keys were generated for another context (context " +
-                     std::to_string(keys.sparse_to_dense.context_id) + "), expected context " +
-                     std::to_string(engine.context().id()));
-  }
-  runtime::SparseEncapsulation out;
-  auto low = std::make_shared<Engine>(keys.low_context, engine.backend_ptr());
-  out.dense_to_sparse = low->upload_switching_key(keys.dense_to_sparse);
-  out.sparse_to_dense = engine.upload_switching_key(keys.sparse_to_dense);
-  out.low_engine = std::move(low);
-  return out;
-}
-
 Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                            const BootstrapConfig& config, std::optional<double> input_scale)
     : engine_(&engine) {
@@ -344,7 +330,8 @@ Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization
                            const SparseEncapsulationKeys& encapsulation, const BootstrapConfig& config,
                            std::optional<double> input_scale)
     : engine_(&engine),
-      encapsulation_(std::make_shared<const runtime::SparseEncapsulation>(upload(engine, encapsulation))) {
+      encapsulation_(std::make_shared<const runtime::SparseEncapsulation>(
+          runtime::upload_sparse_encapsulation(engine, encapsulation))) {
   BootstrapConfig with_weight = config;
   with_weight.ephemeral_hamming_weight = encapsulation.hamming_weight;
   link_program(relinearization_key, galois_keys, with_weight, input_scale);

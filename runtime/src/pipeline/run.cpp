@@ -10,15 +10,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "fhelium/circuits/bootstrap.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/random.hpp"
+#include "fhelium/runtime/evaluation_keys.hpp"
 #include "fhelium/runtime/graph_program.hpp"
-#include "fhelium/runtime/key_folder.hpp"
 #include "fhelium/runtime/program.hpp"
 #include "fhelium/security.hpp"
 #include "fhelium/serialization.hpp"
@@ -157,32 +156,11 @@ class Runner {
 
   const ServerSide* server() const { return options_.server ? &*options_.server : nullptr; }
 
-  // The server side: exactly the evaluation keys the plan needs, from the key folder.
+  // The server side: exactly the evaluation keys the program needs, from the key folder.
   void load_keys() {
     const auto start = Clock::now();
-    const std::filesystem::path dir(server()->keys_dir);
-    if (c_.plan.relinearization_key) {
-      rk_ = load_relinearization_key_file((dir / key_folder::relinearization_key).string(), *engine_);
-      report_.key_bytes += static_cast<std::size_t>(context_->key_digits()) * 2 *
-                           static_cast<std::size_t>(context_->key_limbs()) * context_->ring_degree() * sizeof(u64);
-    }
-    const std::set<std::uint32_t> elements = galois_elements(c_.plan);
-    std::vector<HostSwitchKey> galois;
-    if (!elements.empty()) {
-      const std::string path = (dir / key_folder::galois_keys).string();
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw Error("the pipeline needs Galois keys and '" + path + "' cannot be opened");
-      GaloisKeyFile file(in, *context_);
-      for (std::uint32_t e : elements) galois.push_back(file.load(e));
-    }
-    for (const HostSwitchKey& key : galois) report_.key_bytes += key.data.size() * sizeof(u64);
-    gk_ = engine_->upload_galois_keys(galois);
-    if (c_.plan.sparse_encapsulation) {
-      const auto keys =
-          load_sparse_encapsulation_keys_file((dir / key_folder::sparse_encapsulation_keys).string(), *context_);
-      report_.key_bytes += (keys.dense_to_sparse.data.size() + keys.sparse_to_dense.data.size()) * sizeof(u64);
-      encapsulation_ = circuits::upload(*engine_, keys);
-    }
+    keys_.emplace(EvaluationKeys::load(prepared_->required_keys(), *engine_, server()->keys_dir));
+    report_.key_bytes = keys_->bytes();
     engine_->backend().synchronize();
     report_.keygen_ms = ms_since(start);
   }
@@ -232,27 +210,10 @@ class Runner {
     KeyGenerator keygen(context_, *rng_);
     sk_ = std::make_unique<SecretKey>(keygen.secret_key());
     pk_ = keygen.public_key(*sk_);
-    const std::set<std::uint32_t> elements = galois_elements(c_.plan);
-    const std::size_t total = elements.size() + (c_.plan.relinearization_key ? 1 : 0);
-    std::size_t done = 0;
-    if (c_.plan.relinearization_key) {
-      const HostSwitchKey key = keygen.relinearization_key(*sk_);
-      report_.key_bytes += key.data.size() * sizeof(u64);
-      rk_ = engine_->upload_relinearization_key(key);
-      progress("keys", ++done, total, "relinearization");
-    }
-    std::vector<HostSwitchKey> galois;
-    for (std::uint32_t e : elements) {
-      galois.push_back(keygen.galois_key(*sk_, e));
-      report_.key_bytes += galois.back().data.size() * sizeof(u64);
-      progress("keys", ++done, total, "galois element " + std::to_string(e));
-    }
-    gk_ = engine_->upload_galois_keys(galois);
-    if (c_.plan.sparse_encapsulation) {
-      const auto keys = circuits::SparseEncapsulationKeys::generate(context_, *sk_, *rng_);
-      report_.key_bytes += (keys.dense_to_sparse.data.size() + keys.sparse_to_dense.data.size()) * sizeof(u64);
-      encapsulation_ = circuits::upload(*engine_, keys);
-    }
+    keys_.emplace(EvaluationKeys::generate(
+        prepared_->required_keys(), *engine_, keygen, *sk_, *rng_,
+        [this](std::size_t done, std::size_t total, const std::string& key) { progress("keys", done, total, key); }));
+    report_.key_bytes = keys_->bytes();
     engine_->backend().synchronize();
     report_.keygen_ms = ms_since(start);
   }
@@ -306,10 +267,7 @@ class Runner {
   }
 
   Executable make_executable() {
-    Materials materials;
-    materials.relinearization_key = c_.plan.relinearization_key ? &rk_ : nullptr;
-    materials.galois_keys = &gk_;
-    if (c_.plan.sparse_encapsulation) materials.sparse_encapsulation = &encapsulation_;
+    Materials materials = keys_->materials();
     for (const auto& [name, values] : c_.builder.constant_values()) materials.constants[name] = values;
     return link(*prepared_, *engine_, materials);
   }
@@ -568,9 +526,7 @@ class Runner {
   std::unique_ptr<Csprng> rng_;
   std::unique_ptr<SecretKey> sk_;
   PublicKey pk_;
-  RelinKey rk_;
-  GaloisKeys gk_;
-  SparseEncapsulation encapsulation_;
+  std::optional<EvaluationKeys> keys_;  // stays in place while an Executable borrows them
   std::unique_ptr<Encoder> encoder_;
   std::unique_ptr<Encryptor> encryptor_;
   std::unique_ptr<Decryptor> decryptor_;

@@ -121,8 +121,8 @@ bool uses_encapsulation(const Context& context, const BootstrapConfig& config);
 // (fhelium/sparse_encapsulation.hpp: the keys, the modulus they sit at).
 using fhelium::SparseEncapsulationKeys;
 
-// The keys on the engine's backend, for Materials::sparse_encapsulation.
-runtime::SparseEncapsulation upload(const Engine& engine, const SparseEncapsulationKeys& keys);
+// On a backend they are runtime::upload_sparse_encapsulation's
+// (fhelium/runtime/evaluation_keys.hpp), for Materials::sparse_encapsulation.
 
 // Where each stage's nodes lie in the builder's program: [begin, next begin).
 struct BootstrapStages {

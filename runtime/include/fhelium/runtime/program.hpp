@@ -265,7 +265,8 @@ class PreparedProgram {
 // (encoded at link time at the prepared state).
 // The sparse-secret encapsulation on a backend: an Engine of the low context
 // (q_0 and the first special prime, on the same backend) and the two
-// switching keys (circuits::upload makes one from SparseEncapsulationKeys).
+// switching keys (upload_sparse_encapsulation in evaluation_keys.hpp makes one
+// from SparseEncapsulationKeys).
 struct SparseEncapsulation {
   std::shared_ptr<const Engine> low_engine;
   SwitchKey dense_to_sparse;  // of low_engine's context
