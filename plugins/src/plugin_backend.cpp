@@ -259,7 +259,8 @@ class PluginBackend final : public Backend {
     return adopt<PluginEvent>(instance_, args.event_out, streams()->event_destroy);
   }
   // A plugin older than ABI 1.5 gets the host-clock timing events of the
-  // Backend defaults (recorded after a synchronize).
+  // Backend defaults (recorded after a synchronize); the event calls below
+  // take them through the defaults too.
   std::shared_ptr<Event> create_timing_event() override {
     if (timing() == nullptr) return Backend::create_timing_event();
     FheliumAsyncArgs args = async_args(*instance_);
@@ -284,14 +285,18 @@ class PluginBackend final : public Backend {
     call_async(*instance_, streams()->event_record, "record_event", args);
   }
   void wait_event(Stream* stream, const Event& event) override {
-    if (streams() == nullptr) return Backend::wait_event(stream, event);
+    if (streams() == nullptr || dynamic_cast<const HostClockEvent*>(&event) != nullptr) {
+      return Backend::wait_event(stream, event);
+    }
     FheliumAsyncArgs args = async_args(*instance_);
     args.stream = stream_handle(stream);
     args.event = event_handle(event);
     call_async(*instance_, streams()->stream_wait_event, "wait_event", args);
   }
   void synchronize_event(const Event& event) override {
-    if (streams() == nullptr) return Backend::synchronize_event(event);
+    if (streams() == nullptr || dynamic_cast<const HostClockEvent*>(&event) != nullptr) {
+      return Backend::synchronize_event(event);
+    }
     FheliumAsyncArgs args = async_args(*instance_);
     args.event = event_handle(event);
     call_async(*instance_, streams()->event_synchronize, "synchronize_event", args);

@@ -245,7 +245,11 @@ TEST(PluginStreams, PluginsBeforeAbi15TimeWithTheHostClock) {
     Fixture f(small_params(12, 2));
     auto backend = load_backend(plugin(name, name));
     EXPECT_EQ(backend->supports_capture(), std::string(name) == "abi14") << "the 1.4 STREAMS extension is found";
-    EXPECT_NE(dynamic_cast<HostClockEvent*>(backend->create_timing_event().get()), nullptr);
+    const auto event = backend->create_timing_event();
+    EXPECT_NE(dynamic_cast<HostClockEvent*>(event.get()), nullptr);
+    backend->record_event(*event, nullptr);
+    backend->wait_event(nullptr, *event);  // waits and synchronizes through the defaults
+    backend->synchronize_event(*event);
     some_rotations(f, backend);
   }
 }
