@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -14,7 +15,6 @@
 #include <iostream>
 #include <map>
 #include <random>
-#include <regex>
 #include <span>
 #include <sstream>
 #include <system_error>
@@ -98,16 +98,30 @@ void check_log_n(int log_n, const std::string& what) {
   }
 }
 
+// Reads "N13_L6_K4" or "N13_L3_K2_B44" (at most three digits per number)
+// into its numbers; false for anything else.
+bool parse_shape(const std::string& name, int& log_n, int& levels, int& specials, int& bits) {
+  std::size_t at = 0;
+  const auto number = [&](const std::string& prefix, int& out) {
+    if (name.compare(at, prefix.size(), prefix) != 0) return false;
+    at += prefix.size();
+    const std::size_t start = at;
+    while (at < name.size() && at - start < 3 && std::isdigit(static_cast<unsigned char>(name[at])) != 0) ++at;
+    if (at == start) return false;
+    out = std::stoi(name.substr(start, at - start));
+    return true;
+  };
+  bits = 0;
+  if (!number("N", log_n) || !number("_L", levels) || !number("_K", specials)) return false;
+  if (at < name.size() && !number("_B", bits)) return false;
+  return at == name.size();
+}
+
 // A set named in ConformanceOptions::params: "N13_L6_K4", "N13_L3_K2_B44" or a preset.
 Shape named_shape(const std::string& name) {
-  static const std::regex pattern(R"(N(\d{1,2})_L(\d{1,3})_K(\d{1,2})(?:_B(\d{1,2}))?)");
-  std::smatch m;
   Shape shape;
-  if (std::regex_match(name, m, pattern)) {
-    const int log_n = std::stoi(m[1]);
-    const int levels = std::stoi(m[2]);
-    const int specials = std::stoi(m[3]);
-    const int bits = m[4].matched ? std::stoi(m[4]) : 0;
+  int log_n = 0, levels = 0, specials = 0, bits = 0;
+  if (parse_shape(name, log_n, levels, specials, bits)) {
     const std::string what = "parameter set '" + name + "'";
     check_log_n(log_n, what);
     if (specials < 1) throw InvalidArgumentError(what + ": no special prime, expected K1 or more");
