@@ -26,7 +26,14 @@ namespace json = boost::json;
 
 constexpr double bandwidth_bytes_per_second = 4.3e12;  // device-to-device copy on the H200
 
-// {"median_us", "min_us", "runs"} of `op` timed between events on `stream`.
+// {"median_us", "min_us", "runs"} of durations in microseconds.
+json::object summary_us(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  const std::size_t n = us.size();
+  return {{"median_us", n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2])}, {"min_us", us.front()}, {"runs", n}};
+}
+
+// The summary of `op` timed between events on `stream`.
 json::object time_us(int runs, int warmup, cudaStream_t stream, const std::function<void()>& op) {
   for (int i = 0; i < warmup; ++i) op();
   cudaEvent_t start, stop;
@@ -44,9 +51,7 @@ json::object time_us(int runs, int warmup, cudaStream_t stream, const std::funct
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::sort(us.begin(), us.end());
-  const std::size_t n = us.size();
-  return {{"median_us", n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2])}, {"min_us", us.front()}, {"runs", n}};
+  return summary_us(std::move(us));
 }
 
 json::object with_floor(json::object timing, double bytes) {
@@ -106,11 +111,7 @@ json::object ntt64(const std::string& preset_name, int runs, int warmup) {
       backend->record_event(*stop, nullptr);
       us.push_back(backend->elapsed_seconds(*start, *stop) * 1e6);
     }
-    std::sort(us.begin(), us.end());
-    const std::size_t r = us.size();
-    return with_floor(
-        {{"median_us", r % 2 ? us[r / 2] : 0.5 * (us[r / 2 - 1] + us[r / 2])}, {"min_us", us.front()}, {"runs", r}},
-        bytes);
+    return with_floor(summary_us(std::move(us)), bytes);
   };
   json::object result{{"words", "64-bit"}, {"preset", preset_name}, {"limbs", limbs}};
   result["forward"] = time_backend([&] { backend->to_ntt(*prepared, b, a); });

@@ -272,6 +272,20 @@ class Runner {
     return link(*prepared_, *engine_, materials);
   }
 
+  // Runs `exe`, calling step_done(s) for each step s, in order, once its last
+  // node has been issued (a step of no node at once).
+  template <class StepDone>
+  ValueTree run_by_steps(const Executable& exe, const ValueTree::Map& inputs, StepDone step_done) {
+    std::size_t step = 0;
+    const auto finish_steps = [&](std::size_t nodes_done) {
+      for (; step < spec_.steps.size() && c_.step_nodes[step].second <= nodes_done; ++step) step_done(step);
+    };
+    finish_steps(0);
+    ValueTree out = exe.run(ValueTree(inputs), [&](std::size_t node) { finish_steps(node + 1); });
+    finish_steps(c_.builder.node_count());
+    return out;
+  }
+
   // ---- eager: the Program node by node, each step timed ----
 
   void run_eager() {
@@ -290,21 +304,13 @@ class Runner {
       encrypt_ms.push_back(ms_since(enc));
       const auto run_start = Clock::now();
       auto step_start = run_start;
-      std::size_t step = 0;
-      // A step ends after its last node (a step of no node ends at once).
-      const auto finish_steps = [&](std::size_t nodes_done) {
-        while (step < steps && c_.step_nodes[step].second <= nodes_done) {
-          engine_->backend().synchronize();
-          if (timed) step_ms[step].push_back(ms_since(step_start));
-          step_start = Clock::now();
-          progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep) * steps + step + 1,
-                   static_cast<std::size_t>(total) * steps, spec_.steps[step].name);
-          ++step;
-        }
-      };
-      finish_steps(0);
-      const ValueTree out = exe.run(ValueTree(inputs), [&](std::size_t node) { finish_steps(node + 1); });
-      finish_steps(c_.builder.node_count());
+      const ValueTree out = run_by_steps(exe, inputs, [&](std::size_t step) {
+        engine_->backend().synchronize();
+        if (timed) step_ms[step].push_back(ms_since(step_start));
+        step_start = Clock::now();
+        progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep) * steps + step + 1,
+                 static_cast<std::size_t>(total) * steps, spec_.steps[step].name);
+      });
       if (!timed) continue;
       report_.total_ms.push_back(ms_since(run_start));
       const bool last = rep + 1 == total;
@@ -352,16 +358,9 @@ class Runner {
       const ValueTree::Map inputs = encrypt_inputs();
       encrypt_ms.push_back(ms_since(enc));
       const auto start = Clock::now();
-      std::size_t step = 0;
-      const auto finish_steps = [&](std::size_t nodes_done) {
-        for (; step < steps && c_.step_nodes[step].second <= nodes_done; ++step) {
-          backend.record_event(*step_end[step + 1], nullptr);
-        }
-      };
       backend.record_event(*step_end[0], nullptr);
-      finish_steps(0);
-      const ValueTree out = exe.run(ValueTree(inputs), [&](std::size_t node) { finish_steps(node + 1); });
-      finish_steps(c_.builder.node_count());
+      const ValueTree out =
+          run_by_steps(exe, inputs, [&](std::size_t step) { backend.record_event(*step_end[step + 1], nullptr); });
       backend.synchronize();
       const double ms = ms_since(start);
       progress(timed ? "run" : "warmup", static_cast<std::size_t>(rep + 1), static_cast<std::size_t>(total));
