@@ -83,6 +83,17 @@ int describe_preset(const std::string& name) {
   };
   primes("q", ctx->q());
   primes("p", ctx->p());
+  if (p.word_size == WordSize::bits32) {
+    std::printf(
+        "  levels (the rational chain): primes held, the divisor of the rescale to the level below,\n"
+        "  the nominal scale\n");
+    for (int level = ctx->max_level(); level >= 0; --level) {
+      const LevelBasis basis = ctx->level_basis(level);
+      std::printf("    level %-2d q_%d..q_%-2d", level, basis.first, basis.first + basis.count - 1);
+      if (level > 0) std::printf("  divides by 2^%.3f", std::log2(ctx->rescale_divisor(level)));
+      std::printf("  scale 2^%.3f\n", std::log2(ctx->nominal_scale(level)));
+    }
+  }
   std::printf("  log2(Q) = %.1f, log2(QP) = %.1f\n", ctx->log_q(), ctx->log_qp());
   if (budget) {
     std::printf("  security: %d-bit, %s secret: budget log2(QP) <= %d, margin %.1f bits (%s)\n", p.security_bits,
@@ -94,9 +105,9 @@ int describe_preset(const std::string& name) {
   std::printf("  key switching: %d digits of %d prime%s each (hybrid, %d special prime%s)\n", ctx->key_digits(),
               ctx->digit_size(), ctx->digit_size() == 1 ? "" : "s", ctx->special_count(),
               ctx->special_count() == 1 ? "" : "s");
-  const double word = static_cast<double>(word_bytes(p.word_size));
-  const double top_ct = 2.0 * (ctx->max_level() + 1) * static_cast<double>(n) * word;
-  const double bottom_ct = 2.0 * static_cast<double>(n) * word;
+  const double word = static_cast<double>(stored_word_bytes(p.word_size));
+  const double top_ct = 2.0 * ctx->level_basis(ctx->max_level()).count * static_cast<double>(n) * word;
+  const double bottom_ct = 2.0 * ctx->level_basis(0).count * static_cast<double>(n) * word;
   const double key = static_cast<double>(ctx->key_digits()) * 2.0 * ctx->key_limbs() * static_cast<double>(n) * word;
   const int log_slots = static_cast<int>(std::log2(static_cast<double>(n / 2)));
   std::printf("  ciphertext: %s at the top level, %s at level 0 (2 x limbs x N words)\n", size_text(top_ct).c_str(),

@@ -59,7 +59,7 @@ void Backend::begin_capture() {
 void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                    const KeyArg& key) {
   const std::size_t words = 3 * static_cast<std::size_t>(a.limbs) * c.context().ring_degree();
-  const std::shared_ptr<Buffer> product = allocate(words * word_bytes(c.context().word_size()));
+  const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
   const PolyArg tensor{product.get(), 3, a.limbs};
   multiply(c, tensor, a, b);
   relinearize(c, out, tensor, key);

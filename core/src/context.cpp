@@ -8,6 +8,7 @@
 #include "fhelium/error.hpp"
 #include "fhelium/primes.hpp"
 #include "fhelium/security.hpp"
+#include "rational_chain.hpp"
 
 namespace fhelium {
 namespace {
@@ -28,10 +29,17 @@ double log2_product(const std::vector<Modulus>& moduli) {
 
 std::shared_ptr<const Context> Context::create(const CkksParameters& params) {
   params.validate();
-  const auto q_primes = generate_ntt_primes(params.q_bits, params.ring_degree());
+  const auto q_primes =
+      params.word_size == WordSize::bits64
+          ? generate_ntt_primes(params.q_bits, params.ring_degree())
+          : rational_chain::choose_primes(params.ring_degree(), params.scale,
+                                          static_cast<int>(params.q_bits.size()) - rational_chain::terminal_count, {});
   const auto p_primes =
       generate_ntt_primes(params.p_bits, params.ring_degree(), std::set<u64>(q_primes.begin(), q_primes.end()));
-  return std::shared_ptr<const Context>(new Context(params, q_primes, p_primes));
+  CkksParameters chosen = params;
+  chosen.q_bits.clear();
+  for (u64 q : q_primes) chosen.q_bits.push_back(static_cast<int>(std::bit_width(q)));
+  return std::shared_ptr<const Context>(new Context(chosen, q_primes, p_primes));
 }
 
 std::shared_ptr<const Context> Context::create_with_primes(CkksParameters params, const std::vector<u64>& q_primes,
@@ -47,8 +55,10 @@ std::shared_ptr<const Context> Context::create_with_primes(CkksParameters params
   std::set<u64> seen;
   for (const auto* list : {&q_primes, &p_primes}) {
     for (u64 p : *list) {
-      if (p >= (u64{1} << 62) || !is_prime(p) || (p - 1) % (2 * params.ring_degree()) != 0 || !seen.insert(p).second) {
-        throw ParameterError("prime " + std::to_string(p) + " is not a distinct NTT-friendly prime below 2^62 for ring degree " +
+      if (p >= (u64{1} << (params.word_size == WordSize::bits64 ? 62 : 31)) || !is_prime(p) ||
+          (p - 1) % (2 * params.ring_degree()) != 0 || !seen.insert(p).second) {
+        throw ParameterError("prime " + std::to_string(p) + " is not a distinct NTT-friendly prime below 2^" +
+                             (params.word_size == WordSize::bits64 ? "62" : "31") + " for ring degree " +
                              std::to_string(params.ring_degree()));
       }
     }
@@ -73,22 +83,30 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
 
   for (int limb = 0; limb < key_limbs(); ++limb) ntt_.emplace_back(n_, key_modulus(limb));
 
+  if (params.word_size == WordSize::bits64) {
+    for (int level = 0; level < q_count(); ++level) levels_.push_back({0, level + 1});
+  } else {
+    levels_ = rational_chain::levels(q_count() - rational_chain::terminal_count);
+  }
+
   const int alpha = digit_size();
   for (int level = 0; level <= max_level(); ++level) {
-    const int active = level + 1;
-    const int digits = (active + alpha - 1) / alpha;
+    const LevelBasis basis = level_basis(level);
+    const auto window = [&](int begin, int end) {
+      return std::vector<Modulus>(q_.begin() + basis.first + begin, q_.begin() + basis.first + end);
+    };
+    const int first_digit = basis.first / alpha;
+    const int digits = (basis.first + basis.count - 1) / alpha - first_digit + 1;
     std::vector<BasisConverter> mod_up;
     for (int j = 0; j < digits; ++j) {
-      const int begin = j * alpha;
-      const int end = std::min(active, begin + alpha);
-      std::vector<Modulus> from(q_.begin() + begin, q_.begin() + end);
-      std::vector<Modulus> to(q_.begin(), q_.begin() + begin);
-      to.insert(to.end(), q_.begin() + end, q_.begin() + active);
+      const auto [begin, end] = digit_limbs(level, j);
+      std::vector<Modulus> to = window(0, begin);
+      for (const Modulus& m : window(end, basis.count)) to.push_back(m);
       to.insert(to.end(), p_.begin(), p_.end());
-      mod_up.emplace_back(std::move(from), std::move(to));
+      mod_up.emplace_back(window(begin, end), std::move(to));
     }
-    std::vector<Modulus> q_level(q_.begin(), q_.begin() + active);
-    KeySwitchLevel ks{digits, std::move(mod_up), BasisConverter(p_, q_level), {}, {}};
+    const std::vector<Modulus> q_level = window(0, basis.count);
+    KeySwitchLevel ks{digits, first_digit, std::move(mod_up), BasisConverter(p_, q_level), {}, {}};
     for (const Modulus& qi : q_level) {
       u64 p_mod = 1;
       for (const Modulus& pk : p_) p_mod = mul_mod(p_mod, pk.value % qi.value, qi);
@@ -97,19 +115,7 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
       ks.p_inverse_shoup.push_back(shoup(inv, qi.value));
     }
     key_switch_.push_back(std::move(ks));
-
-    RescaleLevel rs;
-    if (level > 0) {
-      const u64 last = q_[static_cast<std::size_t>(level)].value;
-      for (int i = 0; i < level; ++i) {
-        const Modulus& qi = q_[static_cast<std::size_t>(i)];
-        const u64 inv = inv_mod(last % qi.value, qi);
-        rs.last_inverse.push_back(inv);
-        rs.last_inverse_shoup.push_back(shoup(inv, qi.value));
-        rs.half_last.push_back((last >> 1) % qi.value);
-      }
-    }
-    rescale_.push_back(std::move(rs));
+    rescale_.push_back(level > 0 ? rescale_tables(level) : RescaleLevel{});
   }
 
   garner_inv_.resize(q_.size());
@@ -121,6 +127,88 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
       garner_inv_shoup_[i].push_back(shoup(inv, q_[i].value));
     }
   }
+}
+
+RescaleLevel Context::rescale_tables(int level) const {
+  const LevelBasis from = level_basis(level);
+  const LevelBasis to = level_basis(level - 1);
+  const auto inside = [](const LevelBasis& b, int key) { return key >= b.first && key < b.first + b.count; };
+  RescaleLevel rs;
+  std::vector<Modulus> dropped;
+  std::vector<Modulus> out;
+  long double divisor = 1.0L;
+  for (int i = 0; i < from.count; ++i) {
+    if (!inside(to, from.first + i)) {
+      rs.dropped.push_back(i);
+      dropped.push_back(q_[static_cast<std::size_t>(from.first + i)]);
+      divisor *= static_cast<long double>(dropped.back().value);
+    }
+  }
+  std::vector<u64> added;
+  for (int i = 0; i < to.count; ++i) {
+    const int key = to.first + i;
+    rs.source.push_back(inside(from, key) ? key - from.first : -1);
+    out.push_back(q_[static_cast<std::size_t>(key)]);
+    if (!inside(from, key)) {
+      added.push_back(out.back().value);
+      divisor /= static_cast<long double>(out.back().value);
+    }
+  }
+  rs.divisor = static_cast<double>(divisor);
+  const auto product_mod = [&](const Modulus& m) {
+    u64 r = 1;
+    for (u64 a : added) r = mul_mod(r, a % m.value, m);
+    return r;
+  };
+  for (const Modulus& d : dropped) rs.added_mod_dropped.push_back(product_mod(d));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const Modulus& t = out[i];
+    rs.added_mod_out.push_back(rs.source[i] < 0 ? 0 : product_mod(t));
+    u64 d_mod = 1;
+    for (const Modulus& d : dropped) d_mod = mul_mod(d_mod, d.value % t.value, t);
+    const u64 inv = inv_mod(d_mod, t);
+    rs.dropped_inverse.push_back(inv);
+    rs.dropped_inverse_shoup.push_back(shoup(inv, t.value));
+  }
+  rs.from_dropped.emplace(dropped, out);
+  // One prime per level: the tables of the backends' fast path.
+  if (added.empty() && rs.dropped == std::vector<int>{from.count - 1}) {
+    const u64 last = dropped.front().value;
+    for (const Modulus& qi : out) {
+      const u64 inv = inv_mod(last % qi.value, qi);
+      rs.last_inverse.push_back(inv);
+      rs.last_inverse_shoup.push_back(shoup(inv, qi.value));
+      rs.half_last.push_back((last >> 1) % qi.value);
+    }
+  }
+  return rs;
+}
+
+int Context::level_of_limbs(int limbs) const {
+  for (int level = 0; level <= max_level(); ++level) {
+    if (level_basis(level).count == limbs) return level;
+  }
+  return -1;
+}
+
+std::pair<int, int> Context::digit_limbs(int level, int j) const {
+  const LevelBasis basis = level_basis(level);
+  const int alpha = digit_size();
+  const int digit = basis.first / alpha + j;
+  return {std::max(digit * alpha, basis.first) - basis.first,
+          std::min((digit + 1) * alpha, basis.first + basis.count) - basis.first};
+}
+
+bool Context::nested(int from, int to) const {
+  const LevelBasis a = level_basis(from);
+  const LevelBasis b = level_basis(to);
+  return b.first >= a.first && b.first + b.count <= a.first + a.count;
+}
+
+double Context::nominal_scale(int level) const {
+  double scale = params_.scale;
+  for (int l = 1; l <= level; ++l) scale = std::sqrt(scale * rescale_divisor(l));
+  return scale;
 }
 
 double Context::log_q() const { return log2_product(q_); }

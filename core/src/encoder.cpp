@@ -21,24 +21,26 @@ void bit_reverse_permute(std::vector<std::complex<double>>& v) {
   }
 }
 
-// Mixed-radix (Garner) digits of the residues x_0..x_l.
+// Mixed-radix (Garner) digits of the residues of a level's primes.
 void garner_digits(const Context& ctx, const u64* residues, int level, u64* digits) {
-  const auto& q = ctx.q();
-  for (int i = 0; i <= level; ++i) {
-    const Modulus& qi = q[static_cast<std::size_t>(i)];
+  const auto [first, count] = ctx.level_basis(level);
+  for (int i = 0; i < count; ++i) {
+    const auto qi_index = static_cast<std::size_t>(first + i);
+    const Modulus& qi = ctx.q()[qi_index];
     u64 t = residues[i];
     for (int j = 0; j < i; ++j) {
       const u64 dj = reduce128(digits[j], qi);
-      t = mul_shoup(sub_mod(t, dj, qi.value), ctx.garner_inverse()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)],
-                    ctx.garner_inverse_shoup()[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], qi.value);
+      const auto qj_index = static_cast<std::size_t>(first + j);
+      t = mul_shoup(sub_mod(t, dj, qi.value), ctx.garner_inverse()[qi_index][qj_index],
+                    ctx.garner_inverse_shoup()[qi_index][qj_index], qi.value);
     }
     digits[i] = t;
   }
 }
 
-// True when the mixed-radix number a is greater than b (same radices).
-bool digits_greater(const u64* a, const u64* b, int level) {
-  for (int i = level; i >= 0; --i) {
+// True when the mixed-radix number a is greater than b (same radices, `count` digits).
+bool digits_greater(const u64* a, const u64* b, int count) {
+  for (int i = count - 1; i >= 0; --i) {
     if (a[i] != b[i]) return a[i] > b[i];
   }
   return false;
@@ -151,15 +153,16 @@ HostValue Encoder::encode(std::span<const std::complex<double>> values, int leve
   HostValue pt;
   pt.state = {ctx.id(), ctx.word_size(), level, scale, Domain::coefficient, Basis::Q, 1};
   pt.data.assign(pt.state.words(ctx), 0);
-  for (int limb = 0; limb <= level; ++limb) {
-    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
+  const LevelBasis basis = ctx.level_basis(level);
+  for (int limb = 0; limb < basis.count; ++limb) {
+    const Modulus& q = ctx.level_modulus(level, limb);
     u64* out = pt.limb(ctx, 0, limb);
     for (std::size_t k = 0; k < n; ++k) {
       out[k] = coefficients[k] == 0.0 ? 0 : round_to_residue(coefficients[k], q);
     }
   }
   if (domain == Domain::ntt) {
-    ntt_forward_limbs(ctx, pt.data.data(), level + 1);
+    ntt_forward_limbs(ctx, pt.data.data(), basis.count, basis.first);
     pt.state.domain = Domain::ntt;
   }
   return pt;
@@ -193,17 +196,19 @@ std::vector<std::complex<double>> Encoder::decode(const HostValue& plaintext, st
   }
   HostValue pt = plaintext;
   const int level = st.level;
-  if (st.domain == Domain::ntt) ntt_inverse_limbs(ctx, pt.data.data(), level + 1);
+  const LevelBasis basis = ctx.level_basis(level);
+  if (st.domain == Domain::ntt) ntt_inverse_limbs(ctx, pt.data.data(), basis.count, basis.first);
 
   // Exact centered CRT: compare mixed-radix digits against (Q - 1) / 2.
-  const auto limbs = static_cast<std::size_t>(level + 1);
+  const auto limbs = static_cast<std::size_t>(basis.count);
   std::vector<u64> half_residues(limbs), half_digits(limbs), residues(limbs), digits(limbs);
   std::vector<long double> radix(limbs);
   long double product = 1.0L;
   for (std::size_t i = 0; i < limbs; ++i) {
-    half_residues[i] = (ctx.q()[i].value - 1) / 2;
+    const u64 qi = ctx.level_modulus(level, static_cast<int>(i)).value;
+    half_residues[i] = (qi - 1) / 2;
     radix[i] = product;
-    product *= static_cast<long double>(ctx.q()[i].value);
+    product *= static_cast<long double>(qi);
   }
   garner_digits(ctx, half_residues.data(), level, half_digits.data());
 
@@ -212,8 +217,10 @@ std::vector<std::complex<double>> Encoder::decode(const HostValue& plaintext, st
     for (std::size_t i = 0; i < limbs; ++i) residues[i] = pt.data[i * n + k];
     garner_digits(ctx, residues.data(), level, digits.data());
     long double sign = 1.0L;
-    if (digits_greater(digits.data(), half_digits.data(), level)) {
-      for (std::size_t i = 0; i < limbs; ++i) residues[i] = neg_mod(residues[i], ctx.q()[i].value);
+    if (digits_greater(digits.data(), half_digits.data(), basis.count)) {
+      for (std::size_t i = 0; i < limbs; ++i) {
+        residues[i] = neg_mod(residues[i], ctx.level_modulus(level, static_cast<int>(i)).value);
+      }
       garner_digits(ctx, residues.data(), level, digits.data());
       sign = -1.0L;
     }

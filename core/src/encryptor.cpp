@@ -38,12 +38,12 @@ namespace {
 
 // Signed small coefficients to NTT-form residues on Q_l P.
 void small_to_ntt_qp(const Context& ctx, std::span<const std::int64_t> small, u64* out, int level) {
-  const int q_limbs = level + 1;
+  const auto [first, q_limbs] = ctx.level_basis(level);
   u64* p_part = out + static_cast<std::size_t>(q_limbs) * ctx.ring_degree();
-  small_to_residues(ctx, small, out, q_limbs);
-  small_to_residues(ctx, small, p_part, ctx.special_count(), ctx.max_level() + 1);
-  ntt_forward_limbs(ctx, out, q_limbs);
-  ntt_forward_limbs(ctx, p_part, ctx.special_count(), ctx.max_level() + 1);
+  small_to_residues(ctx, small, out, q_limbs, first);
+  small_to_residues(ctx, small, p_part, ctx.special_count(), ctx.q_count());
+  ntt_forward_limbs(ctx, out, q_limbs, first);
+  ntt_forward_limbs(ctx, p_part, ctx.special_count(), ctx.q_count());
 }
 
 // out = round(x / P) on Q_l, for x given in NTT form on Q_l P (its P limbs
@@ -52,15 +52,15 @@ void small_to_ntt_qp(const Context& ctx, std::span<const std::int64_t> small, u6
 // nearest integer.
 void divide_by_p_rounded(const Context& ctx, int level, u64* x, u64* out) {
   const std::size_t n = ctx.ring_degree();
-  const int q_limbs = level + 1;
+  const auto [first, q_limbs] = ctx.level_basis(level);
   const KeySwitchLevel& tables = ctx.key_switch(level);
   u64* p_part = x + static_cast<std::size_t>(q_limbs) * n;
-  ntt_inverse_limbs(ctx, p_part, ctx.special_count(), ctx.max_level() + 1);
+  ntt_inverse_limbs(ctx, p_part, ctx.special_count(), ctx.q_count());
   tables.mod_down.convert(p_part, out, n, 0, n);
-  ntt_forward_limbs(ctx, out, q_limbs);
+  ntt_forward_limbs(ctx, out, q_limbs, first);
   for (int limb = 0; limb < q_limbs; ++limb) {
     const auto i = static_cast<std::size_t>(limb);
-    const u64 q = ctx.q()[i].value;
+    const u64 q = ctx.level_modulus(level, limb).value;
     const u64* xi = x + i * n;
     u64* oi = out + i * n;
     for (std::size_t k = 0; k < n; ++k) {
@@ -86,7 +86,8 @@ HostValue Encryptor::prepare_plaintext(const HostValue& plaintext) const {
   check_plaintext(*context_, plaintext);
   HostValue m = plaintext;
   if (m.state.domain == Domain::coefficient) {
-    ntt_forward_limbs(*context_, m.data.data(), m.state.level + 1);
+    const LevelBasis basis = context_->level_basis(m.state.level);
+    ntt_forward_limbs(*context_, m.data.data(), basis.count, basis.first);
     m.state.domain = Domain::ntt;
   }
   return m;
@@ -140,8 +141,8 @@ HostValue Encryptor::encrypt(const HostValue& plaintext, const PublicKey& pk) {
   ct.state.components = 2;
   ct.data.assign(ct.state.words(ctx), 0);
   for (int c = 0; c < 2; ++c) divide_by_p_rounded(ctx, level, zero.data() + c * qp_words, ct.limb(ctx, c, 0));
-  for (int limb = 0; limb <= level; ++limb) {
-    const u64 q = ctx.q()[static_cast<std::size_t>(limb)].value;
+  for (int limb = 0; limb < ctx.level_basis(level).count; ++limb) {
+    const u64 q = ctx.level_modulus(level, limb).value;
     const u64* mm = m.limb(ctx, 0, limb);
     u64* c0 = ct.limb(ctx, 0, limb);
     for (std::size_t k = 0; k < n; ++k) c0[k] = add_mod(c0[k], mm[k], q);
@@ -160,7 +161,7 @@ SeededCiphertext Encryptor::encrypt_symmetric_seeded(const HostValue& plaintext,
                      std::to_string(ctx.id()));
   }
   const HostValue m = prepare_plaintext(plaintext);
-  const int limbs = m.state.level + 1;
+  const auto [first, limbs] = ctx.level_basis(m.state.level);
   const std::size_t n = ctx.ring_degree();
   SeededCiphertext out;
   HostValue& ct = out.value;
@@ -170,12 +171,12 @@ SeededCiphertext Encryptor::encrypt_symmetric_seeded(const HostValue& plaintext,
   // c1 = a comes from its own seed so that a saved ciphertext can store the seed instead.
   out.a_seed = rng_.next_seed();
   u64* const c1_block = ct.limb(ctx, 1, 0);
-  expand_uniform(ctx, out.a_seed, limbs, std::span(&c1_block, 1));
-  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), ct.limb(ctx, 0, 0), limbs);
-  ntt_forward_limbs(ctx, ct.limb(ctx, 0, 0), limbs);
+  expand_uniform(ctx, out.a_seed, limbs, std::span(&c1_block, 1), first);
+  small_to_residues(ctx, sample_gaussian(rng_, n, error_stddev), ct.limb(ctx, 0, 0), limbs, first);
+  ntt_forward_limbs(ctx, ct.limb(ctx, 0, 0), limbs, first);
   for (int limb = 0; limb < limbs; ++limb) {
-    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
-    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
+    const Modulus& q = ctx.key_modulus(first + limb);
+    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(first + limb) * n;
     const u64* mm = m.limb(ctx, 0, limb);
     u64* c0 = ct.limb(ctx, 0, limb);
     const u64* c1 = ct.limb(ctx, 1, limb);
@@ -198,12 +199,12 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
   if (st.basis != Basis::Q || st.components < 2 || st.components > 3 || ciphertext.data.size() != st.words(ctx)) {
     throw StateError("decrypt expects a Q-basis ciphertext with 2 or 3 components, got " + st.describe());
   }
-  const int limbs = st.level + 1;
+  const auto [first, limbs] = ctx.level_basis(st.level);
   const std::size_t n = ctx.ring_degree();
   HostValue converted;  // only for a coefficient-domain input
   if (st.domain == Domain::coefficient) {
     converted = ciphertext;
-    for (int c = 0; c < st.components; ++c) ntt_forward_limbs(ctx, converted.limb(ctx, c, 0), limbs);
+    for (int c = 0; c < st.components; ++c) ntt_forward_limbs(ctx, converted.limb(ctx, c, 0), limbs, first);
   }
   const HostValue& ct = st.domain == Domain::coefficient ? converted : ciphertext;
   HostValue pt;
@@ -212,9 +213,9 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
   pt.state.domain = Domain::ntt;
   pt.data.assign(pt.state.words(ctx), 0);
   for (int limb = 0; limb < limbs; ++limb) {
-    const Modulus& q = ctx.q()[static_cast<std::size_t>(limb)];
-    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(limb) * n;
-    const u64* s_shoup = sk.ntt_qp_shoup().data() + static_cast<std::size_t>(limb) * n;
+    const Modulus& q = ctx.key_modulus(first + limb);
+    const u64* s = sk.ntt_qp().data() + static_cast<std::size_t>(first + limb) * n;
+    const u64* s_shoup = sk.ntt_qp_shoup().data() + static_cast<std::size_t>(first + limb) * n;
     u64* out = pt.limb(ctx, 0, limb);
     // Horner in s: c0 + s (c1 + s c2); the first step reads the top
     // component, so nothing is copied.
@@ -228,7 +229,7 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
     }
   }
   if (st.domain == Domain::coefficient) {
-    ntt_inverse_limbs(ctx, pt.data.data(), limbs);
+    ntt_inverse_limbs(ctx, pt.data.data(), limbs, first);
     pt.state.domain = Domain::coefficient;
   }
   return pt;

@@ -89,9 +89,9 @@ void Engine::check_own(const Value& v, const char* what) const {
     state_error(what, "operand level is out of range 0.." + std::to_string(context_->max_level()), s, "level",
                 "0.." + std::to_string(context_->max_level()), std::to_string(s.level));
   }
-  if (!v.buffer || v.buffer->size_bytes() < s.words(*context_) * word_bytes(s.word_size)) {
+  if (!v.buffer || v.buffer->size_bytes() < s.words(*context_) * stored_word_bytes(s.word_size)) {
     state_error(what, "operand has no storage of the size its state needs", s, "storage",
-                std::to_string(s.words(*context_) * word_bytes(s.word_size)) + " bytes",
+                std::to_string(s.words(*context_) * stored_word_bytes(s.word_size)) + " bytes",
                 std::to_string(v.buffer ? v.buffer->size_bytes() : 0) + " bytes");
   }
 }
@@ -118,15 +118,14 @@ KeyArg Engine::arg(const SwitchKey& k) const { return {k.buffer.get(), k.digits}
 Ciphertext Engine::make_ciphertext(const ValueState& state) const {
   Ciphertext ct;
   ct.state = state;
-  ct.buffer = backend_->allocate(state.words(*context_) * word_bytes(state.word_size));
+  ct.buffer = backend_->allocate(state.words(*context_) * stored_word_bytes(state.word_size));
   return ct;
 }
 
 std::vector<u64> Engine::constant_residues(double scaled_value, int level) const {
-  std::vector<u64> residues(static_cast<std::size_t>(level + 1));
-  for (int i = 0; i <= level; ++i) {
-    residues[static_cast<std::size_t>(i)] =
-        Encoder::round_to_residue(scaled_value, context_->q()[static_cast<std::size_t>(i)]);
+  std::vector<u64> residues(static_cast<std::size_t>(context_->level_basis(level).count));
+  for (std::size_t i = 0; i < residues.size(); ++i) {
+    residues[i] = Encoder::round_to_residue(scaled_value, context_->level_modulus(level, static_cast<int>(i)));
   }
   return residues;
 }
@@ -399,11 +398,11 @@ Ciphertext Engine::multiply_scalar(const Ciphertext& a, double value, double sca
 
 Ciphertext Engine::multiply_integer(const Ciphertext& a, std::int64_t value) const {
   check_own(a, "multiply_integer");
-  std::vector<u64> residues(static_cast<std::size_t>(a.state.level + 1));
-  for (int i = 0; i <= a.state.level; ++i) {
-    const u64 q = context_->q()[static_cast<std::size_t>(i)].value;
+  std::vector<u64> residues(static_cast<std::size_t>(context_->level_basis(a.state.level).count));
+  for (std::size_t i = 0; i < residues.size(); ++i) {
+    const u64 q = context_->level_modulus(a.state.level, static_cast<int>(i)).value;
     const u64 magnitude = static_cast<u64>(value < 0 ? -(value + 1) : value) + (value < 0 ? 1 : 0);
-    residues[static_cast<std::size_t>(i)] = value < 0 ? neg_mod(magnitude % q, q) : magnitude % q;
+    residues[i] = value < 0 ? neg_mod(magnitude % q, q) : magnitude % q;
   }
   Ciphertext out = make_ciphertext(a.state);
   backend_->multiply_constant(*prepared_, arg(out), arg(a), residues);
@@ -420,7 +419,7 @@ Ciphertext Engine::rescale(const Ciphertext& a) const {
   }
   ValueState s = a.state;
   s.level -= 1;
-  s.scale = a.state.scale / static_cast<double>(context_->q()[static_cast<std::size_t>(a.state.level)].value);
+  s.scale = a.state.scale / context_->rescale_divisor(a.state.level);
   Ciphertext out = make_ciphertext(s);
   backend_->rescale(*prepared_, arg(out), arg(a));
   return out;
@@ -434,19 +433,42 @@ V Engine::dropped(const V& v, int level) const {
                                      std::to_string(v.state.level),
                 v.state, "level", "0.." + std::to_string(v.state.level), std::to_string(level));
   }
+  if (!context_->nested(v.state.level, level)) {
+    state_error("drop_to_level",
+                "level " + std::to_string(level) + " holds a prime level " + std::to_string(v.state.level) +
+                    " lacks (the 32-bit family's rational chain): a plaintext cannot gain it, encode it at that level",
+                v.state, "level", "a level whose primes level " + std::to_string(v.state.level) + " holds",
+                std::to_string(level));
+  }
   V out;
   out.state = v.state;
   out.state.level = level;
-  out.buffer = backend_->allocate(out.state.words(*context_) * word_bytes(out.state.word_size));
+  out.buffer = backend_->allocate(out.state.words(*context_) * stored_word_bytes(out.state.word_size));
   backend_->drop_limbs(*prepared_, arg(out), arg(v));
   return out;
 }
 
-Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const { return dropped(a, level); }
+Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const {
+  if (level < 0 || level > a.state.level || context_->nested(a.state.level, level)) return dropped(a, level);
+  // The rational chain: `level` holds a terminal prime a's level lacks. Down
+  // to the nearest level whose primes a holds, then per level a rescale that
+  // keeps the scale: times the integer nearest the rescale's divisor first.
+  int via = level;
+  while (!context_->nested(a.state.level, via)) ++via;
+  Ciphertext x = dropped(a, via);
+  for (int l = via; l > level; --l) x = rescale(multiply_scalar(x, 1.0, std::round(context_->rescale_divisor(l))));
+  return x;
+}
 
 Ciphertext Engine::mod_raise(const Ciphertext& a) const {
   check_own(a, "mod_raise");
   require_components("mod_raise", a.state, 2);
+  if (context_->level_basis(0).count != 1) {
+    state_error("mod_raise",
+                "level 0 holds " + std::to_string(context_->level_basis(0).count) +
+                    " primes (the 32-bit family), expected one prime",
+                a.state, "word size", "64", std::to_string(static_cast<int>(a.state.word_size)));
+  }
   if (a.state.level != 0) {
     state_error("mod_raise", "operand is at level " + std::to_string(a.state.level) + ", expected level 0", a.state,
                 "level", "0", std::to_string(a.state.level));

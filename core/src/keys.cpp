@@ -116,7 +116,7 @@ HostSwitchKey KeyGenerator::switch_key(const SecretKey& sk, std::span<const u64>
   expand_uniform(ctx, *key.a_seed, key_limbs, a_blocks);
 
   // [P]_{q_i} for the gadget factor on the primes of each digit.
-  std::vector<u64> p_mod_q(static_cast<std::size_t>(ctx.max_level() + 1));
+  std::vector<u64> p_mod_q(static_cast<std::size_t>(ctx.q_count()));
   for (std::size_t i = 0; i < p_mod_q.size(); ++i) {
     u64 p = 1;
     for (const Modulus& pk : ctx.p()) p = mul_mod(p, pk.value % ctx.q()[i].value, ctx.q()[i]);
@@ -133,7 +133,7 @@ HostSwitchKey KeyGenerator::switch_key(const SecretKey& sk, std::span<const u64>
       const Modulus& q = ctx.key_modulus(limb);
       const auto offset = static_cast<std::size_t>(limb) * n;
       const u64* s = sk.ntt_qp().data() + offset;
-      const bool in_digit = limb <= ctx.max_level() && limb / alpha == j;
+      const bool in_digit = limb < ctx.q_count() && limb / alpha == j;
       for (std::size_t k = 0; k < n; ++k) {
         u64 value = sub_mod(b[offset + k], mul_mod(a[offset + k], s[k], q), q.value);
         if (in_digit) value = add_mod(value, mul_mod(p_mod_q[static_cast<std::size_t>(limb)], source[offset + k], q), q.value);

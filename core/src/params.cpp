@@ -42,6 +42,23 @@ const std::map<std::string, PresetShape>& presets() {
   return table;
 }
 
+// The int32 family (the rational chain of params.hpp; the primes are chosen
+// when the context is made): log2(QP) ~ 40 + 30 x mains + 31 x special_count.
+struct Int32Shape {
+  int log_n;
+  int mains;
+  int special_count;
+};
+
+const std::map<std::string, Int32Shape>& int32_presets() {
+  static const std::map<std::string, Int32Shape> table = {
+      {"slots8192_scale40_levels7_int32", {14, 10, 2}},     // ~402 <= 430, 6 digits
+      {"slots16384_scale40_levels16_int32", {15, 22, 5}},   // ~855 <= 868, 5 digits
+      {"slots32768_scale40_levels34_int32", {16, 46, 10}},  // ~1730 <= 1747, 5 digits
+  };
+  return table;
+}
+
 }  // namespace
 
 void CkksParameters::validate() const {
@@ -56,8 +73,20 @@ void CkksParameters::validate() const {
   if (!(scale > 1.0) || !std::isfinite(scale)) {
     throw ParameterError("scale " + std::to_string(scale) + " is invalid: expected a finite value > 1");
   }
-  if (word_size != WordSize::bits64) {
-    throw ParameterError("word size 32 is not implemented yet: expected 64-bit words");
+  if (word_size == WordSize::bits32) {
+    const int mains = static_cast<int>(q_bits.size()) - 2;
+    if (mains < 2 || mains % 4 != 2) {
+      throw ParameterError("the 32-bit family's chain has " + std::to_string(q_bits.size()) +
+                           " q primes: expected two terminal primes and 2 mod 4 main primes (6, 10, 14, ...)");
+    }
+    for (int bits : p_bits) {
+      if (bits > 31) {
+        throw ParameterError("special prime of " + std::to_string(bits) +
+                             " bits in the 32-bit family: expected at most 31");
+      }
+    }
+  } else if (word_size != WordSize::bits64) {
+    throw ParameterError("word size " + std::to_string(static_cast<int>(word_size)) + ": expected 32 or 64");
   }
   if (security_bits != 128 && security_bits != 192 && security_bits != 256) {
     throw ParameterError("security level " + std::to_string(security_bits) + " bits: expected 128, 192 or 256");
@@ -71,11 +100,26 @@ void CkksParameters::validate() const {
   }
 }
 
+int CkksParameters::max_level() const {
+  if (word_size == WordSize::bits32) return 3 * (static_cast<int>(q_bits.size()) - 4) / 4 + 1;
+  return static_cast<int>(q_bits.size()) - 1;
+}
+
 CkksParameters preset(const std::string& name) {
+  if (const auto small = int32_presets().find(name); small != int32_presets().end()) {
+    CkksParameters p;
+    p.log_ring_degree = small->second.log_n;
+    p.word_size = WordSize::bits32;
+    p.q_bits = {20, 20};
+    p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(small->second.mains), 30);
+    p.p_bits.assign(static_cast<std::size_t>(small->second.special_count), 31);
+    p.scale = std::ldexp(1.0, 40);
+    return p;
+  }
   const auto it = presets().find(name);
   if (it == presets().end()) {
     std::string known;
-    for (const auto& [k, v] : presets()) known += (known.empty() ? "" : ", ") + k;
+    for (const auto& known_name : preset_names()) known += (known.empty() ? "" : ", ") + known_name;
     throw ParameterError("unknown preset '" + name + "': expected one of " + known);
   }
   const PresetShape& s = it->second;
@@ -92,6 +136,7 @@ CkksParameters preset(const std::string& name) {
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& [k, v] : presets()) names.push_back(k);
+  for (const auto& [k, v] : int32_presets()) names.push_back(k);
   return names;
 }
 

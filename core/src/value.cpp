@@ -14,11 +14,13 @@ std::string to_string(Domain d) { return d == Domain::ntt ? "ntt" : "coefficient
 std::string to_string(Basis b) { return b == Basis::Q ? "Q" : "QP"; }
 
 int ValueState::limbs(const Context& context) const {
-  return level + 1 + (basis == Basis::QP ? context.special_count() : 0);
+  if (level < 0 || level > context.max_level()) return 0;  // validators name the level
+  return context.level_basis(level).count + (basis == Basis::QP ? context.special_count() : 0);
 }
 
 int ValueState::key_limb(const Context& context, int limb) const {
-  return limb <= level ? limb : context.max_level() + 1 + (limb - level - 1);
+  const int q_limbs = context.level_basis(level).count;
+  return limb < q_limbs ? context.key_limb(level, limb) : context.q_count() + (limb - q_limbs);
 }
 
 std::size_t ValueState::words(const Context& context) const {

@@ -39,9 +39,11 @@ StateTracker::StateTracker(std::shared_ptr<const Context> context)
   relinearization_key_.digits = context_->key_digits();
   relinearization_key_.buffer = backend_->allocate(0);
   galois_keys_.context_id = context_->id();
-  double sum = 0;
-  for (const auto& q : context_->q()) {
-    sum += std::log2(static_cast<double>(q.value));
+  for (int level = 0; level <= context_->max_level(); ++level) {
+    double sum = 0;
+    for (int i = 0; i < context_->level_basis(level).count; ++i) {
+      sum += std::log2(static_cast<double>(context_->level_modulus(level, i).value));
+    }
     log_q_.push_back(sum);
   }
 }
@@ -65,7 +67,7 @@ void StateTracker::add_input(int id, const std::string& name, const ValueState& 
   check_input_state(name, state, *context_);
   Slot& s = slot(id);
   s.state = state;
-  s.ciphertext = Ciphertext{state, backend_->allocate(state.words(*context_) * word_bytes(state.word_size))};
+  s.ciphertext = Ciphertext{state, backend_->allocate(state.words(*context_) * stored_word_bytes(state.word_size))};
 }
 
 void StateTracker::add_constant(int id, std::optional<double> scale) {
@@ -118,7 +120,8 @@ void StateTracker::apply(const Program& program, const Node& node) {
     }
     ValueState state = s.state;
     state.level = level;
-    fixed_constants.push_back(Plaintext{state, backend_->allocate(state.words(*context_) * word_bytes(state.word_size))});
+    fixed_constants.push_back(
+        Plaintext{state, backend_->allocate(state.words(*context_) * stored_word_bytes(state.word_size))});
     operands.push_back({nullptr, &fixed_constants.back()});
   }
   std::vector<Ciphertext> results;

@@ -37,8 +37,9 @@ LeafSignature leaf_of(const std::string& path, const char* type, const Value& va
   leaf.state = value.state;
   leaf.bytes = value.buffer ? value.buffer->size_bytes() : 0;
   const int level = value.state.level;
-  for (int i = 0; i <= level && i <= context.max_level(); ++i) {
-    leaf.active_primes.push_back(context.q()[static_cast<std::size_t>(i)].value);
+  if (level >= 0 && level <= context.max_level()) {
+    for (int i = 0; i < context.level_basis(level).count; ++i)
+      leaf.active_primes.push_back(context.level_modulus(level, i).value);
   }
   if (value.state.basis == Basis::QP) {
     for (const auto& p : context.p()) leaf.active_primes.push_back(p.value);

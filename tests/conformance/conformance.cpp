@@ -397,8 +397,8 @@ Trial make_trial(ShapeSetup& s, int level, std::uint64_t seed) {
   t.relinearized = r.get(r.engine.relinearize(product, r.rk));
   t.coeff_a = r.get(r.engine.to_coefficient(ra));
   t.coeff_b = r.get(r.engine.to_coefficient(rb));
-  for (int i = 0; i <= level; ++i) {
-    t.constants.push_back(mrng() % s.context->q()[static_cast<std::size_t>(i)].value);
+  for (int i = 0; i < s.context->level_basis(level).count; ++i) {
+    t.constants.push_back(mrng() % s.context->level_modulus(level, i).value);
   }
   return t;
 }
@@ -429,10 +429,12 @@ std::string compare_residues(const Context& ctx, const HostValue& test, const Ho
   return s.str();
 }
 
-// log2 of q_0 ... q_level.
+// log2 of the product of the level's primes.
 double log_q(const Context& ctx, int level) {
   double bits = 0;
-  for (int i = 0; i <= level; ++i) bits += std::log2(static_cast<double>(ctx.q()[static_cast<std::size_t>(i)].value));
+  for (int i = 0; i < ctx.level_basis(level).count; ++i) {
+    bits += std::log2(static_cast<double>(ctx.level_modulus(level, i).value));
+  }
   return bits;
 }
 
@@ -561,7 +563,7 @@ std::string steps_text(const std::vector<long>& steps) {
   return s;
 }
 
-std::vector<CaseDef> make_cases(int level) {
+std::vector<CaseDef> make_cases(int level, WordSize word_size) {
   std::vector<CaseDef> cases;
   const auto def = [&](std::string name, auto run, auto expected) {
     cases.push_back({std::move(name), run, expected});
@@ -676,7 +678,10 @@ std::vector<CaseDef> make_cases(int level) {
     def(
         "drop_to_level(0)", [](Side& s, T t, P) { return single(s.get(s.engine.drop_to_level(s.ct(t.ha), 0))); },
         [=](T t) { return one(t.a); });
-    // ModRaise: residues against cpu; back at level 0 it is the input again.
+  }
+  // ModRaise (one prime at level 0: not the 32-bit family): residues against
+  // cpu; back at level 0 it is the input again.
+  if (level >= 1 && word_size == WordSize::bits64) {
     def(
         "mod_raise",
         [](Side& s, T t, P) { return single(s.get(s.engine.mod_raise(s.engine.drop_to_level(s.ct(t.ha), 0)))); },
@@ -687,6 +692,8 @@ std::vector<CaseDef> make_cases(int level) {
           return single(s.get(s.engine.drop_to_level(s.engine.mod_raise(s.engine.drop_to_level(s.ct(t.ha), 0)), 0)));
         },
         [=](T t) { return one(t.a); });
+  }
+  if (level >= 1) {
     def(
         "drop_to_level(0,plaintext)",
         [](Side& s, T t, P) { return single(s.get(s.engine.drop_to_level(s.pt(t.pb), 0))); },
@@ -810,7 +817,11 @@ std::vector<CaseDef> make_cases(int level) {
   });
   direct("drop_limbs", [=](DirectCall& d, Side&, T t) {
     const auto a = d.input(t.ha);
-    d.backend().drop_limbs(d.prepared(), d.output(with_state(t.ha, 2, std::max(0, t.level - 1), Domain::ntt)), a);
+    // The next level down whose primes are a window of this one's (the
+    // next one with 64-bit words).
+    int target = std::max(0, t.level - 1);
+    while (target > 0 && !d.prepared().context().nested(t.level, target)) --target;
+    d.backend().drop_limbs(d.prepared(), d.output(with_state(t.ha, 2, target, Domain::ntt)), a);
   });
   if (level >= 1) {
     direct("rescale", [=](DirectCall& d, Side&, T t) {
@@ -1161,7 +1172,7 @@ std::vector<CaseResult> run_conformance(const std::shared_ptr<Backend>& backend,
       const std::string shape_level = shape.name + "/level" + std::to_string(level);
       const std::string prefix = shape_level + "/";
       std::vector<CaseDef> cases;
-      for (auto& c : make_cases(level)) {
+      for (auto& c : make_cases(level, shape.params.word_size)) {
         if (matches(options.filter, prefix + c.name)) cases.push_back(std::move(c));
       }
       if (cases.empty()) continue;

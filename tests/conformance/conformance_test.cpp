@@ -213,6 +213,20 @@ TEST(Conformance, FilterSelectsCasesBySubstringAndReproducesThem) {
   }
 }
 
+// The 32-bit word family's rational chain: every operation at the top
+// (every prime), and at a level of each kind below it: no terminal prime
+// (6), t0 only (5), both (4), and level 0.
+TEST(Conformance, TheInt32PresetPassesAtEveryKindOfLevel) {
+  ConformanceOptions o;
+  o.trials = 1;
+  o.params = {"slots8192_scale40_levels7_int32"};
+  o.levels = {top_level, 6, 5, 4, 0};
+  const auto results = run_conformance(cpu::make_cpu_backend({}), o);
+  EXPECT_GT(results.size(), 100u);
+  for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  EXPECT_NE(find_case(results, "slots8192_scale40_levels7_int32/level5/multiply_relinearize_rescale"), nullptr);
+}
+
 // The options the CUDA tests use, cheaply: a shape with every prime of 44
 // bits at its top level, a preset at its lowest, the transform family at
 // 2^10 with 44- and 45-bit primes.

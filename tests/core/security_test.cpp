@@ -76,7 +76,7 @@ TEST(SecurityTest, ASparseSecretIsOutsideTheTable) {
 
 TEST(SecurityTest, EveryPresetBuildsWithinItsBudget) {
   const auto names = preset_names();
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 13u);
   for (const auto& name : names) {
     SCOPED_TRACE(name);
     const CkksParameters params = preset(name);
@@ -85,15 +85,17 @@ TEST(SecurityTest, EveryPresetBuildsWithinItsBudget) {
     const auto budget = max_log_qp(params.secret, params.security_bits, context->ring_degree());
     ASSERT_TRUE(budget.has_value());
     EXPECT_LE(context->log_qp(), *budget);
-    EXPECT_EQ(context->max_level() + 1, static_cast<int>(params.q_bits.size()));
+    EXPECT_EQ(context->q_count(), static_cast<int>(params.q_bits.size()));
+    EXPECT_EQ(context->max_level(), params.max_level());
     EXPECT_EQ(context->special_count(), static_cast<int>(params.p_bits.size()));
     // "slots<S>_scale<B>_levels<L>", or "..._levels<L>_bootstrap" with L the
-    // levels left after a bootstrap (the default one consumes 16).
+    // levels left after a bootstrap (the default one consumes 16), or
+    // "..._levels<L>_int32" for the 32-bit word family.
     const bool bootstrap = name.ends_with("_bootstrap");
+    const std::string suffix = bootstrap ? "_bootstrap" : (params.word_size == WordSize::bits32 ? "_int32" : "");
     const std::string expected = "slots" + std::to_string(params.max_slots()) + "_scale" +
                                  std::to_string(std::lround(std::log2(params.scale))) + "_levels" +
-                                 std::to_string(params.max_level() - (bootstrap ? 16 : 0)) +
-                                 (bootstrap ? "_bootstrap" : "");
+                                 std::to_string(params.max_level() - (bootstrap ? 16 : 0)) + suffix;
     EXPECT_EQ(name, expected);
   }
 }

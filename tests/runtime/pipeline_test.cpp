@@ -346,7 +346,8 @@ TEST(PipelineRefusal, ParametersAndArguments) {
             "slots16384_scale30_levels16, slots16384_scale40_levels16, slots16384_scale50_levels13, "
             "slots32768_scale30_levels34, slots32768_scale40_levels10_bootstrap, slots32768_scale40_levels34, "
             "slots32768_scale50_levels28, "
-            "slots8192_scale30_levels7, slots8192_scale40_levels7, slots8192_scale50_levels6");
+            "slots8192_scale30_levels7, slots8192_scale40_levels7, slots8192_scale50_levels6, "
+            "slots16384_scale40_levels16_int32, slots32768_scale40_levels34_int32, slots8192_scale40_levels7_int32");
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1]}\nsteps: [{name: y, op: add, args: [x]}]\n"),
             "test.yaml:3:34: key 'steps[0].args': operation add takes 2 arguments, got 1");
   EXPECT_EQ(

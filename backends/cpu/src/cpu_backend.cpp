@@ -102,8 +102,9 @@ class CpuBackend final : public Backend {
 
   void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
     const Context& ctx = bc.context();
+    const int level = level_of(ctx, out);
     for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
-      const Modulus& q = ctx.q()[static_cast<std::size_t>(i)];
+      const Modulus& q = ctx.level_modulus(level, i);
       const u64* x = limb_of(a, n, c, i);
       const u64* y = limb_of(p, n, 0, i);
       u64* o = limb_of(out, n, c, i);
@@ -115,9 +116,10 @@ class CpuBackend final : public Backend {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
+    const int level = level_of(c, out);
     parallel_for(ctx.threads(), static_cast<std::size_t>(out.limbs), [&](std::size_t l) {
       const int i = static_cast<int>(l);
-      const Modulus& q = c.q()[l];
+      const Modulus& q = c.level_modulus(level, i);
       const u64 *a0 = limb_of(a, n, 0, i), *a1 = limb_of(a, n, 1, i);
       const u64 *b0 = limb_of(b, n, 0, i), *b1 = limb_of(b, n, 1, i);
       u64 *d0 = limb_of(out, n, 0, i), *d1 = limb_of(out, n, 1, i), *d2 = limb_of(out, n, 2, i);
@@ -129,17 +131,19 @@ class CpuBackend final : public Backend {
 
   void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     const Context& ctx = bc.context();
+    const int level = level_of(ctx, out);
     for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
       u64* o = copy_limb(out, a, n, c, i);
-      ctx.ntt(i).forward(o);
+      ctx.ntt(ctx.key_limb(level, i)).forward(o);
     });
   }
 
   void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     const Context& ctx = bc.context();
+    const int level = level_of(ctx, out);
     for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
       u64* o = copy_limb(out, a, n, c, i);
-      ctx.ntt(i).inverse(o);
+      ctx.ntt(ctx.key_limb(level, i)).inverse(o);
     });
   }
 
@@ -147,8 +151,12 @@ class CpuBackend final : public Backend {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
+    const RescaleLevel& rs = c.rescale(level_of(c, a));
+    if (rs.last_inverse.empty()) {
+      rescale_general(ctx, out, a);
+      return;
+    }
     const int last = out.limbs;  // index of the dropped prime
-    const RescaleLevel& rs = c.rescale(last);
     const u64 q_last = c.q()[static_cast<std::size_t>(last)].value;
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
@@ -176,13 +184,20 @@ class CpuBackend final : public Backend {
   }
 
   void drop_limbs(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) { copy_limb(out, a, n, c, i); });
+    const Context& ctx = bc.context();
+    // out's primes are a window of a's: they start `offset` limbs in.
+    const int offset = ctx.level_basis(level_of(ctx, out)).first - ctx.level_basis(level_of(ctx, a)).first;
+    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+      u64* o = limb_of(out, n, c, i);
+      const u64* x = limb_of(a, n, c, i + offset);
+      if (o != x) std::memmove(o, x, n * sizeof(u64));
+    });
   }
 
   void relinearize(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const std::size_t n = ctx.context().ring_degree();
-    const int level = a.limbs - 1;
+    const int level = level_of(ctx.context(), a);
     std::lock_guard lock(ctx.mutex());
     mod_up_inner_product(ctx, limb_of(a, n, 2, 0), level, key);
     mod_down_add(ctx, level, limb_of(out, n, 0, 0), limb_of(a, n, 0, 0), limb_of(out, n, 1, 0), limb_of(a, n, 1, 0));
@@ -192,7 +207,7 @@ class CpuBackend final : public Backend {
               const KeyArg& key) override {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const std::size_t n = ctx.context().ring_degree();
-    const int level = a.limbs - 1;
+    const int level = level_of(ctx.context(), a);
     const auto& perm = ctx.automorphism(galois_element);
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
@@ -206,7 +221,7 @@ class CpuBackend final : public Backend {
                       std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const std::size_t n = ctx.context().ring_degree();
-    const int level = a.limbs - 1;
+    const int level = level_of(ctx.context(), a);
     std::vector<const std::vector<std::uint32_t>*> perms;
     for (auto g : galois_elements) perms.push_back(&ctx.automorphism(g));
     std::lock_guard lock(ctx.mutex());
@@ -228,6 +243,16 @@ class CpuBackend final : public Backend {
     }
   }
 
+  // The level of a Q-basis array with x.limbs limbs.
+  static int level_of(const Context& c, const PolyArg& x) {
+    const int level = c.level_of_limbs(x.limbs);
+    if (level < 0) {
+      throw BackendError("cpu: no level of context " + std::to_string(c.id()) + " has " + std::to_string(x.limbs) +
+                         " limbs");
+    }
+    return level;
+  }
+
   // body(component, limb, n, q) for every limb of out, in parallel.
   template <class Body>
   static void for_each_limb(const BackendContext& bc, const PolyArg& out, const Body& body) {
@@ -235,10 +260,57 @@ class CpuBackend final : public Backend {
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
     const auto limbs = static_cast<std::size_t>(out.limbs);
+    const int level = level_of(c, out);
     parallel_for(ctx.threads(), static_cast<std::size_t>(out.components) * limbs, [&](std::size_t index) {
       const int i = static_cast<int>(index % limbs);
-      body(static_cast<int>(index / limbs), i, n, c.q()[static_cast<std::size_t>(i)].value);
+      body(static_cast<int>(index / limbs), i, n, c.level_modulus(level, i).value);
     });
+  }
+
+  // Rescale by several primes (the 32-bit family's rational chain):
+  // out = (x A - [x A]_D) / D on level l - 1's primes, [x A]_D the centered
+  // lift of the dropped limbs times A; x A is 0 modulo an added prime.
+  static void rescale_general(const CpuContext& ctx, const PolyArg& out, const PolyArg& a) {
+    const Context& c = ctx.context();
+    const std::size_t n = c.ring_degree();
+    const int from = level_of(c, a);
+    const int to = from - 1;
+    const RescaleLevel& rs = c.rescale(from);
+    const std::size_t dropped = rs.dropped.size();
+    const auto limbs = static_cast<std::size_t>(out.limbs);
+    std::lock_guard lock(ctx.mutex());
+    KeySwitchWorkspace& ws = ctx.workspace();
+    for (int comp = 0; comp < out.components; ++comp) {
+      u64* lifted = ws.accumulators.data();  // the dropped limbs, coefficient domain, times A
+      parallel_for(ctx.threads(), dropped, [&](std::size_t d) {
+        const int limb = rs.dropped[d];
+        const Modulus& q = c.level_modulus(from, limb);
+        u64* t = lifted + d * n;
+        std::memcpy(t, limb_of(a, n, comp, limb), n * sizeof(u64));
+        c.ntt(c.key_limb(from, limb)).inverse(t);
+        const u64 w = rs.added_mod_dropped[d];
+        const u64 w_shoup = shoup(w, q.value);
+        for (std::size_t k = 0; k < n; ++k) t[k] = mul_shoup(t[k], w, w_shoup, q.value);
+      });
+      u64* converted = ws.converted.data();
+      rs.from_dropped->convert(lifted, converted, n, 0, n);
+      parallel_for(ctx.threads(), limbs, [&](std::size_t i) {
+        const Modulus& q = c.level_modulus(to, static_cast<int>(i));
+        u64* conv = converted + i * n;
+        c.ntt(c.key_limb(to, static_cast<int>(i))).forward(conv);
+        u64* o = limb_of(out, n, comp, static_cast<int>(i));
+        const int source = rs.source[i];
+        if (source < 0) {  // an added prime: x A = 0 here
+          std::memset(o, 0, n * sizeof(u64));
+        } else {
+          const u64 w = rs.added_mod_out[i];
+          const u64 w_shoup = shoup(w, q.value);
+          const u64* x = limb_of(a, n, comp, source);
+          for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(x[k], w, w_shoup, q.value);
+        }
+        multiply_difference(o, conv, o, n, rs.dropped_inverse[i], rs.dropped_inverse_shoup[i], q.value);
+      });
+    }
   }
 
   // op(x, y, out, n, q) on every limb; components of a beyond b's are copied.

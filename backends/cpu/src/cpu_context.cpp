@@ -52,7 +52,7 @@ KeySwitchWorkspace& CpuContext::workspace() const {
   if (!workspace_) {
     const Context& c = *context_;
     const std::size_t n = c.ring_degree();
-    const auto q_limbs = static_cast<std::size_t>(c.max_level() + 1);
+    const auto q_limbs = static_cast<std::size_t>(c.q_count());
     const auto key_limbs = static_cast<std::size_t>(c.key_limbs());
     auto ws = std::make_unique<KeySwitchWorkspace>();
     ws->coefficients.resize(q_limbs * n);

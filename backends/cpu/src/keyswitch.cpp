@@ -12,29 +12,37 @@ namespace {
 
 constexpr std::size_t conversion_chunk = 1024;
 
-// Digit j of level l covers Q primes [begin, end).
+// Digit j of level l covers the level's limbs [begin, end).
 struct DigitRange {
   int begin;
   int end;
 };
 
 DigitRange digit_range(const Context& c, int level, int j) {
-  const int alpha = c.digit_size();
-  return {j * alpha, std::min(level + 1, (j + 1) * alpha)};
+  const auto [begin, end] = c.digit_limbs(level, j);
+  return {begin, end};
 }
 
-// Position of slot s (0..level: Q primes, then P primes) inside extended digit
+int q_limbs_of(const Context& c, int level) { return c.level_basis(level).count; }
+
+// Position of slot s (the level's Q limbs, then P primes) inside extended digit
 // j, whose layout is the converter's target order followed by the digit's own limbs.
-int position_in_digit(int slot, DigitRange r, int level, int specials) {
+int position_in_digit(int slot, DigitRange r, int q_limbs, int specials) {
   const int own = r.end - r.begin;
-  const int targets = level + 1 - own + specials;
+  const int targets = q_limbs - own + specials;
   if (slot >= r.begin && slot < r.end) return targets + (slot - r.begin);
   return slot < r.begin ? slot : slot - own;
 }
 
-// Key limb (Q primes 0..L, then P primes) of slot s at this level.
+// Key limb (Q primes, then P primes) of slot s at this level.
 int key_limb_of_slot(const Context& c, int slot, int level) {
-  return slot <= level ? slot : c.max_level() + 1 + (slot - level - 1);
+  const int q_limbs = q_limbs_of(c, level);
+  return slot < q_limbs ? c.key_limb(level, slot) : c.q_count() + (slot - q_limbs);
+}
+
+// The key's digit of the level's digit j.
+std::size_t key_digit(const Context& c, int level, int j) {
+  return static_cast<std::size_t>(c.key_switch(level).first_digit + j);
 }
 
 // acc0/acc1[k] = sum_j ext_j[index(k)] * kb_j[k] / ka_j[k] mod q. Blocks of
@@ -96,11 +104,11 @@ void apply_galois_to_coefficients(const u64* in, u64* out, std::size_t n, std::u
 // are each about 1.5 light slots, so a 5/4 split by count is off by 10 %);
 // more threads: longest first to the least loaded.
 std::vector<std::vector<int>> assign_slots(const Context& c, int level, int threads) {
-  const int slots = level + 1 + c.special_count();
+  const int slots = q_limbs_of(c, level) + c.special_count();
   const int digits = c.key_switch(level).digits;
   std::vector<double> cost(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
-    const int converted = s <= level ? digits - 1 : digits;
+    const int converted = s < q_limbs_of(c, level) ? digits - 1 : digits;
     const double transform = c.ntt(key_limb_of_slot(c, s, level)).floating_point() ? 1.0 : 2.0;
     cost[static_cast<std::size_t>(s)] = converted * transform + 0.8 * digits;
   }
@@ -142,14 +150,14 @@ void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, co
   });
 }
 
-// The level + 1 limbs of d in the coefficient domain, in the workspace.
+// The level's Q limbs of d in the coefficient domain, in the workspace.
 u64* to_coefficients(const CpuContext& ctx, const u64* d, int level) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   u64* coefficients = ctx.workspace().coefficients.data();
-  parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
+  parallel_for(ctx.threads(), static_cast<std::size_t>(q_limbs_of(c, level)), [&](std::size_t i) {
     std::memcpy(coefficients + i * n, d + i * n, n * sizeof(u64));
-    c.ntt(static_cast<int>(i)).inverse(coefficients + i * n);
+    c.ntt(c.key_limb(level, static_cast<int>(i))).inverse(coefficients + i * n);
   });
   return coefficients;
 }
@@ -160,7 +168,7 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
-  const int slots = level + 1 + specials;
+  const int slots = q_limbs_of(c, level) + specials;
   const KeySwitchLevel& ks = c.key_switch(level);
   KeySwitchWorkspace& ws = ctx.workspace();
   u64* coefficients = to_coefficients(ctx, d, level);
@@ -203,7 +211,7 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
     inner_product(ctx, level, key, perm);
     return;
   }
-  const int slots = level + 1 + c.special_count();
+  const int slots = q_limbs_of(c, level) + c.special_count();
   const KeySwitchLevel& ks = c.key_switch(level);
   const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
   KeySwitchWorkspace& ws = ctx.workspace();
@@ -211,8 +219,9 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
   const u64* coefficients = to_coefficients(ctx, d, level);
   if (perm) {  // X -> X^g on the coefficients: every converted limb is then rotated
     u64* rotated = ws.converted.data();
-    parallel_for(ctx.threads(), static_cast<std::size_t>(level + 1), [&](std::size_t i) {
-      apply_galois_to_coefficients(coefficients + i * n, rotated + i * n, n, galois_element, c.q()[i].value);
+    parallel_for(ctx.threads(), static_cast<std::size_t>(q_limbs_of(c, level)), [&](std::size_t i) {
+      apply_galois_to_coefficients(coefficients + i * n, rotated + i * n, n, galois_element,
+                                   c.level_modulus(level, static_cast<int>(i)).value);
     });
     coefficients = rotated;
   }
@@ -239,7 +248,7 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
         c.ntt(key_limb).forward(limb);
         x = limb;
       }
-      const u64* kb = key_words + (static_cast<std::size_t>(j) * 2 * key_limbs + static_cast<std::size_t>(key_limb)) * n;
+      const u64* kb = key_words + (key_digit(c, level, j) * 2 * key_limbs + static_cast<std::size_t>(key_limb)) * n;
       const u64* ka = kb + key_limbs * n;
       for (std::size_t k = 0; k < n; ++k) {
         sum0[k] += static_cast<u128>(x[k]) * kb[k];
@@ -268,7 +277,7 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
-  const int slots = level + 1 + specials;
+  const int slots = q_limbs_of(c, level) + specials;
   const int digits = c.key_switch(level).digits;
   const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
   KeySwitchWorkspace& ws = ctx.workspace();
@@ -282,10 +291,11 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
     u64* acc1 = ws.accumulators.data() + (static_cast<std::size_t>(slots) + s) * n;
     std::vector<const u64*> ext(static_cast<std::size_t>(digits)), kb(ext.size()), ka(ext.size());
     for (int j = 0; j < digits; ++j) {
-      const auto pos = static_cast<std::size_t>(position_in_digit(slot, digit_range(c, level, j), level, specials));
+      const auto pos =
+          static_cast<std::size_t>(position_in_digit(slot, digit_range(c, level, j), q_limbs_of(c, level), specials));
       const auto d = static_cast<std::size_t>(j);
       ext[d] = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + pos) * n;
-      kb[d] = key_words + (d * 2 * key_limbs + key_limb) * n;
+      kb[d] = key_words + (key_digit(c, level, j) * 2 * key_limbs + key_limb) * n;
       ka[d] = kb[d] + key_limbs * n;
     }
     if (perm) {
@@ -300,13 +310,13 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
-  const int slots = level + 1 + specials;
+  const int slots = q_limbs_of(c, level) + specials;
   const KeySwitchLevel& ks = c.key_switch(level);
   KeySwitchWorkspace& ws = ctx.workspace();
 
   // Both accumulators at once, so two threads always have work: the P limbs
   // to coefficients, P -> Q_l, then NTT and (acc - conv) P^-1 (+ add).
-  const auto q_limbs = static_cast<std::size_t>(level + 1);
+  const auto q_limbs = static_cast<std::size_t>(q_limbs_of(c, level));
   const auto accumulator = [&](std::size_t poly) {
     return ws.accumulators.data() + poly * static_cast<std::size_t>(slots) * n;
   };
@@ -314,7 +324,7 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
   parallel_for(ctx.threads(), 2 * p_limbs, [&](std::size_t index) {
     const std::size_t poly = index / p_limbs;
     const std::size_t k = index % p_limbs;
-    c.ntt(c.max_level() + 1 + static_cast<int>(k)).inverse(accumulator(poly) + (q_limbs + k) * n);
+    c.ntt(c.q_count() + static_cast<int>(k)).inverse(accumulator(poly) + (q_limbs + k) * n);
   });
   for (std::size_t poly = 0; poly < 2; ++poly) {
     convert_parallel(ctx, ks.mod_down, accumulator(poly) + q_limbs * n, ws.converted.data() + poly * q_limbs * n);
@@ -323,10 +333,11 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
     const std::size_t poly = index / q_limbs;
     const std::size_t i = index % q_limbs;
     u64* conv = ws.converted.data() + (poly * q_limbs + i) * n;
-    c.ntt(static_cast<int>(i)).forward(conv);
+    c.ntt(c.key_limb(level, static_cast<int>(i))).forward(conv);
     const u64* add = poly == 0 ? add0 : add1;
     multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n, ks.p_inverse[i],
-                        ks.p_inverse_shoup[i], c.q()[i].value, add ? add + i * n : nullptr);
+                        ks.p_inverse_shoup[i], c.level_modulus(level, static_cast<int>(i)).value,
+                        add ? add + i * n : nullptr);
   });
 }
 

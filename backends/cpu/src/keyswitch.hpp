@@ -7,7 +7,7 @@
 
 namespace fhelium::cpu {
 
-// Extends d (NTT domain, level + 1 limbs) digit by digit to Q_level and P;
+// Extends d (NTT domain, the level's Q limbs) digit by digit to Q_level and P;
 // the result stays in the context's workspace (all digits).
 void mod_up(const CpuContext& ctx, const u64* d, int level);
 
@@ -27,7 +27,7 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
 void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm);
 
 // out_c = ModDown(accumulator_c) + add_c (add_c may be null), c = 0, 1;
-// out and add have level + 1 limbs.
+// out and add have the level's Q limbs.
 void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, u64* out1, const u64* add1);
 
 }  // namespace fhelium::cpu

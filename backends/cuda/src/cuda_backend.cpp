@@ -124,6 +124,11 @@ class CudaBackend final : public Backend {
 
   std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
     if (!context) throw BackendError("cuda prepare: null context");
+    if (context->word_size() != WordSize::bits64) {
+      throw BackendError("cuda prepare: context " + std::to_string(context->id()) +
+                         " is of the 32-bit word family, whose levels (several primes each) the cuda backend "
+                         "does not implement yet: expected 64-bit words (use the cpu backend)");
+    }
     runtime_->refuse_during_capture("prepare (building context tables)");
     std::lock_guard lock(mutex_);
     auto& slot = contexts_[context->id()];

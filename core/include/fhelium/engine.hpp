@@ -69,7 +69,11 @@ class Engine {
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
 
   // Levels.
-  Ciphertext rescale(const Ciphertext& a) const;  // level - 1, scale / q_level
+  Ciphertext rescale(const Ciphertext& a) const;  // level - 1, scale / Context::rescale_divisor(level)
+  // The same message and scale at a lower level. Where that level holds a
+  // terminal prime a's lacks (the 32-bit family), one rescale per level
+  // after a product by the integer nearest its divisor: the scale is kept
+  // within same_scale. A plaintext cannot gain a prime: StateError.
   Ciphertext drop_to_level(const Ciphertext& a, int level) const;
   Plaintext drop_to_level(const Plaintext& p, int level) const;
   // Bootstrapping's ModRaise: a two-component ciphertext at level 0 read as

@@ -71,7 +71,8 @@ SecretKey make_secret_key(const Context& context, std::vector<std::int8_t> coeff
 // uniform below its prime (Csprng::fill_uniform). A block is limbs x N words,
 // contiguous. Key generation, symmetric encryption and the loaders all call
 // it, so a stored seed gives back the same residues bit for bit.
-void expand_uniform(const Context& context, const Seed& seed, int limbs, std::span<u64* const> blocks);
+void expand_uniform(const Context& context, const Seed& seed, int limbs, std::span<u64* const> blocks,
+                    int first_key_limb = 0);
 
 class KeyGenerator {
  public:

@@ -9,15 +9,29 @@
 
 namespace fhelium {
 
-// Size of one residue word. A property of the context and of every value's
-// state; only 64-bit words are implemented today.
+// The word family: a property of the context and of every value's state.
+// bits64: primes of up to 61 bits, one prime per level (a rescale drops the
+// last one). bits32: primes of at most 31 bits in the rational chain (see
+// CkksParameters::q_bits): a level holds several primes, and a rescale drops
+// some and may add a terminal prime, dividing by their ratio (about the scale).
 enum class WordSize : std::uint8_t { bits32 = 32, bits64 = 64 };
 
-inline std::size_t word_bytes(WordSize w) { return w == WordSize::bits64 ? 8 : 4; }
+// Bytes a backend stores per residue. Both families are held in 64-bit words
+// today: the packed 4-byte layout of the 32-bit family comes with its 32-bit
+// kernels.
+inline std::size_t stored_word_bytes(WordSize) { return 8; }
 
 struct CkksParameters {
   int log_ring_degree = 14;
-  std::vector<int> q_bits;        // ciphertext primes, q_0 first (the last one is dropped first)
+  // Ciphertext primes, q_0 first. bits64: the last one is dropped first.
+  // bits32 (the rational chain): two terminal primes t1, t0 of about
+  // sqrt(scale), then the main primes m_0, m_1, ... (a count of 2 mod 4, at
+  // most 31 bits). The chain's primes are chosen so that every rescale
+  // divides by about the scale: with c mains and both terminals a level
+  // drops {t0, t1}; with c mains and none it drops two mains and adds t0;
+  // with c mains and t0 it drops two mains and adds t1. Level 0 holds the
+  // first two mains; the top level holds every prime.
+  std::vector<int> q_bits;
   std::vector<int> p_bits;        // special primes for hybrid key switching
   double scale = 0;               // default encoding scale (independent of prime sizes)
   WordSize word_size = WordSize::bits64;
@@ -28,7 +42,7 @@ struct CkksParameters {
 
   std::uint64_t ring_degree() const { return std::uint64_t{1} << log_ring_degree; }
   std::uint64_t max_slots() const { return ring_degree() / 2; }
-  int max_level() const { return static_cast<int>(q_bits.size()) - 1; }
+  int max_level() const;
   // Validates shapes and ranges (not security); throws ParameterError.
   void validate() const;
 };

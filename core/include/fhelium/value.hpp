@@ -27,16 +27,16 @@ bool same_scale(double a, double b);
 struct ValueState {
   std::uint64_t context_id = 0;
   WordSize word_size = WordSize::bits64;
-  int level = 0;            // active primes q_0 .. q_level
+  int level = 0;  // active primes: Context::level_basis(level) (q_0 .. q_level with 64-bit words)
   double scale = 1.0;
   Domain domain = Domain::ntt;
   Basis basis = Basis::Q;
   int components = 2;       // 1: plaintext, 2: ciphertext, 3: after multiply
 
-  // Limbs per component: level + 1, plus the special primes for basis QP.
+  // Limbs per component: the level's Q primes, plus the special primes for basis QP.
   int limbs(const Context& context) const;
-  // The key limb (index into Context::key_modulus) of limb `limb`: q_0..q_level,
-  // then the P primes for basis QP.
+  // The key limb (index into Context::key_modulus) of limb `limb`: the
+  // level's Q primes, then the P primes for basis QP.
   int key_limb(const Context& context, int limb) const;
   std::size_t words(const Context& context) const;
   std::string describe() const;

@@ -4,12 +4,14 @@
 
 namespace fhelium {
 
-void expand_uniform(const Context& context, const Seed& seed, int limbs, std::span<u64* const> blocks) {
+void expand_uniform(const Context& context, const Seed& seed, int limbs, std::span<u64* const> blocks,
+                    int first_key_limb) {
   const std::size_t n = context.ring_degree();
   Csprng stream(seed);
   for (u64* block : blocks) {
     for (int limb = 0; limb < limbs; ++limb) {
-      stream.fill_uniform(std::span(block + static_cast<std::size_t>(limb) * n, n), context.key_modulus(limb).value);
+      stream.fill_uniform(std::span(block + static_cast<std::size_t>(limb) * n, n),
+                          context.key_modulus(first_key_limb + limb).value);
     }
   }
 }

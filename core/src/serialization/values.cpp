@@ -101,7 +101,7 @@ HostValue read_value_payload(Input& in, const Context& ctx, const ValueHeader& h
   read_object_payload(in, header.read, segments, describe_limb);
   if (seeded) {
     u64* const c1 = v.limb(ctx, 1, 0);
-    expand_uniform(ctx, seed, v.state.limbs(ctx), std::span(&c1, 1));
+    expand_uniform(ctx, seed, v.state.limbs(ctx), std::span(&c1, 1), ctx.level_basis(v.state.level).first);
   }
   return v;
 }

@@ -87,7 +87,7 @@ typedef struct FheliumContextArgs {
   const FheliumExtension* extension_start;
   FheliumBackend* backend;
   int32_t log_ring_degree;
-  int32_t word_bits;               /* 64 today */
+  int32_t word_bits;               /* 64, or 32: the Q primes are then the rational chain's */
   const uint64_t* q_primes;        /* borrowed for the call */
   int32_t q_count;
   const uint64_t* p_primes;        /* borrowed for the call */

@@ -175,7 +175,10 @@ struct Api {
       params.log_ring_degree = args->log_ring_degree;
       params.scale = args->scale;
       params.allow_insecure = true;  // the host has checked the parameters
-      if (args->word_bits != 64) throw InvalidArgumentError("only 64-bit words are supported");
+      if (args->word_bits != 64 && args->word_bits != 32) {
+        throw InvalidArgumentError("word size " + std::to_string(args->word_bits) + " bits: expected 32 or 64");
+      }
+      params.word_size = args->word_bits == 32 ? WordSize::bits32 : WordSize::bits64;
       const std::vector<u64> q(args->q_primes, args->q_primes + args->q_count);
       const std::vector<u64> p(args->p_primes, args->p_primes + args->p_count);
       auto context = Context::create_with_primes(params, q, p);

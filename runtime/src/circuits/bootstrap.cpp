@@ -31,7 +31,7 @@ ValueRef eval_mod(ProgramBuilder& b, ValueRef y, const Polynomial& cos, const Bo
   const int top = b.state(y).level - polynomial_depth(cos);
   // Backwards from the output: a step at level l turns scale s into s^2 / q_l.
   double s = scale;
-  for (int i = config.double_angle - 1; i >= 0; --i) s = std::sqrt(s * detail::prime(b, top - i));
+  for (int i = config.double_angle - 1; i >= 0; --i) s = std::sqrt(s * detail::rescale_divisor(b, top - i));
   PolynomialOptions options;
   options.output_scale = s;
   ValueRef z = evaluate_polynomial(b, y, cos, options);
@@ -222,7 +222,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   const std::size_t n = bootstrap_slots(context, config);
   const bool packed = n < full;
   const double interval = bound + 1.0;  // K': |t| <= K + 1 / ratio
-  const double q0 = detail::prime(b, 0);
+  const double q0 = static_cast<double>(context.level_modulus(0, 0).value);  // ModRaise works modulo q_0
   const double output_scale = config.output_scale.value_or(context.params().scale);
 
   // 3. The trace (sparse slots), CoeffToSlot, ending at the scale EvalMod
@@ -231,7 +231,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   for (std::size_t step = n; step < full; step *= 2) v = b.add(v, b.rotate(v, static_cast<long>(step)));
   const double trace_gain = static_cast<double>(full / n);
   const int eval_level = context.max_level() - config.coeff_to_slot_levels;
-  const double eval_scale = detail::prime(b, eval_level);
+  const double eval_scale = detail::rescale_divisor(b, eval_level);
   std::vector<Matrix> cts = spread(coeff_to_slot_matrices(context.ring_degree(), n, config.coeff_to_slot_levels),
                                    b.state(v).scale / (2.0 * q0 * interval * trace_gain), n);
   if (packed) cts.back() = tall(cts.back());

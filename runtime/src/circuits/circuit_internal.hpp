@@ -5,9 +5,9 @@
 
 namespace fhelium::circuits::detail {
 
-// q_level of the builder's context as a double (the factor a rescale at
-// `level` divides the scale by).
-double prime(const runtime::ProgramBuilder& b, int level);
+// The factor a rescale at `level` divides the scale by (q_level with one
+// prime per level).
+double rescale_divisor(const runtime::ProgramBuilder& b, int level);
 
 // v dropped to `level` (v itself when it is already there).
 runtime::ValueRef at_level(runtime::ProgramBuilder& b, runtime::ValueRef v, int level);

@@ -263,7 +263,8 @@ ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string
                                " slots, the builder's context has " + std::to_string(context_slots));
   }
   const int level = b.state(x).level;
-  const double diagonal_scale = detail::prime(b, level) * (output_scale ? *output_scale / b.state(x).scale : 1.0);
+  const double diagonal_scale =
+      detail::rescale_divisor(b, level) * (output_scale ? *output_scale / b.state(x).scale : 1.0);
 
   std::map<long, ValueRef> rotated{{0, x}};
   const std::vector<long> babies = baby_steps();

@@ -51,7 +51,7 @@ class Evaluator {
     while (m * 2 <= degree) m *= 2;
     auto [q, r] = divide(c, m);
     const ValueRef pm = detail::at_level(b_, power(m), t + 1);
-    const double q_scale = scale * detail::prime(b_, t + 1) / b_.state(pm).scale;
+    const double q_scale = scale * detail::rescale_divisor(b_, t + 1) / b_.state(pm).scale;
     const Part quotient = evaluate(std::move(q), t + 1, q_scale);
     ValueRef product = quotient.ciphertext
                            ? b_.multiply_relinearize_rescale(*quotient.ciphertext, pm)
@@ -68,7 +68,7 @@ class Evaluator {
   // sum c_i P[i] + c_0 at (t, scale): every term dropped to t + 1 and
   // multiplied by c_i at the scale that lands on scale * q_(t+1), one rescale.
   Part leaf(const std::vector<double>& c, int t, double scale) {
-    const double target = scale * detail::prime(b_, t + 1);
+    const double target = scale * detail::rescale_divisor(b_, t + 1);
     std::vector<ValueRef> terms;
     for (std::size_t i = 1; i < c.size(); ++i) {
       if (c[i] == 0.0) continue;
@@ -210,7 +210,7 @@ ValueRef evaluate_polynomial(ProgramBuilder& b, ValueRef x, const Polynomial& p,
   ValueRef y = x;
   if (maps_interval(p)) {  // y = (2x - (a + b)) / (b - a), one level, x's scale
     const double alpha = 2.0 / (p.b - p.a), beta = -(p.a + p.b) / (p.b - p.a);
-    y = b.multiply_scalar(x, alpha, detail::prime(b, xs.level));
+    y = b.multiply_scalar(x, alpha, detail::rescale_divisor(b, xs.level));
     if (beta != 0.0) y = b.add_scalar(y, beta);
     y = b.rescale(y);
   }

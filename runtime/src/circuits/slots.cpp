@@ -9,9 +9,7 @@ namespace fhelium::circuits {
 
 namespace detail {
 
-double prime(const runtime::ProgramBuilder& b, int level) {
-  return static_cast<double>(b.context()->q().at(static_cast<std::size_t>(level)).value);
-}
+double rescale_divisor(const runtime::ProgramBuilder& b, int level) { return b.context()->rescale_divisor(level); }
 
 runtime::ValueRef at_level(runtime::ProgramBuilder& b, runtime::ValueRef v, int level) {
   return b.state(v).level == level ? v : b.drop_to_level(v, level);
@@ -56,7 +54,7 @@ ValueRef align(ProgramBuilder& b, ValueRef x, int level, double scale) {
                      " (setting a scale uses one level)");
   }
   const ValueRef dropped = detail::at_level(b, x, level + 1);
-  const double scalar_scale = scale * detail::prime(b, level + 1) / b.state(dropped).scale;
+  const double scalar_scale = scale * detail::rescale_divisor(b, level + 1) / b.state(dropped).scale;
   return b.rescale(b.multiply_scalar(dropped, 1.0, scalar_scale));
 }
 
@@ -84,7 +82,7 @@ ValueRef inner_product(ProgramBuilder& b, ValueRef x, const Slots& weights, std:
                        const std::string& name) {
   check_width(b, width);
   const int level = b.state(x).level;
-  const ValueRef w = b.constant(b.fresh_name(name), weights, detail::prime(b, level));
+  const ValueRef w = b.constant(b.fresh_name(name), weights, detail::rescale_divisor(b, level));
   return sum_slots(b, b.rescale(b.multiply_plain(x, w)), width);
 }
 

@@ -291,7 +291,7 @@ class Compiler {
 
   ValueRef constant(const Slots& values, double scale) { return b().constant(b().fresh_name("__c"), values, scale); }
 
-  double prime(int level) const { return static_cast<double>(ctx_->q()[static_cast<std::size_t>(level)].value); }
+  double prime(int level) const { return ctx_->rescale_divisor(level); }
 
   static NamedValue elementwise(const NamedValue& a, const NamedValue& c) {
     NamedValue r;

@@ -3,8 +3,10 @@
 // calling here, so a backend only checks what is its own (memory, device).
 //
 // Layout: a value is `components x limbs x N` words, limb-major. A Q-basis
-// array with `limbs` limbs uses primes q_0 .. q_{limbs-1}. Key-switching keys
-// are `digits x 2 x key_limbs x N` (Q primes, then P primes), NTT domain.
+// array with `limbs` limbs holds the primes of the level with that many
+// (Context::level_of_limbs; q_0 .. q_{limbs-1} with 64-bit words). Key-
+// switching keys are `digits x 2 x key_limbs x N` (Q primes, then P primes),
+// NTT domain.
 //
 // Operations are issued on the backend's stream; they may return before the
 // work is done. `download` and `synchronize` wait. Outputs may alias inputs
@@ -162,9 +164,12 @@ class Backend {
   virtual void to_ntt(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   virtual void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
 
-  // Divides by the last prime with rounding: a has out.limbs + 1 limbs; NTT domain.
+  // From a's level l to l - 1, with rounding: round(x A / D), D the product of
+  // the primes l drops and A of those l - 1 adds (Context::rescale; with
+  // 64-bit words D = q_l, the last limb, and A = 1); NTT domain.
   virtual void rescale(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
-  // Keeps the first out.limbs limbs of each component (mod switch).
+  // Keeps the limbs of out's level, a window of a's (mod switch; the first
+  // out.limbs with 64-bit words).
   virtual void drop_limbs(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   // ModRaise (bootstrapping): a has one limb (q_0), coefficient domain; each
   // limb i of out gets the centered lift of a's residues reduced modulo q_i,

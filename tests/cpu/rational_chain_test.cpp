@@ -1,0 +1,181 @@
+// The 32-bit word family's rational chain: several primes per level, rescales
+// that drop some primes and add a terminal one (params.hpp), on the CPU backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "fhelium/primes.hpp"
+#include "helpers.hpp"
+
+namespace fhelium::test {
+namespace {
+
+__extension__ using i128 = __int128;
+
+// A small chain: 10 mains (levels 0..7), insecure N.
+CkksParameters small_chain(int log_n) {
+  CkksParameters p;
+  p.log_ring_degree = log_n;
+  p.word_size = WordSize::bits32;
+  p.q_bits = {20, 20};
+  p.q_bits.insert(p.q_bits.end(), 10, 30);
+  p.p_bits = {31, 31};
+  p.scale = std::ldexp(1.0, 40);
+  p.allow_insecure = true;
+  return p;
+}
+
+TEST(RationalChain, PresetsPassTheSecurityCheckWithTheirLevels) {
+  const std::vector<std::pair<std::string, int>> presets = {{"slots8192_scale40_levels7_int32", 7},
+                                                            {"slots16384_scale40_levels16_int32", 16},
+                                                            {"slots32768_scale40_levels34_int32", 34}};
+  for (const auto& [name, levels] : presets) {
+    SCOPED_TRACE(name);
+    const auto ctx = Context::create(preset(name));  // throws SecurityError above the table
+    EXPECT_EQ(ctx->word_size(), WordSize::bits32);
+    EXPECT_EQ(ctx->max_level(), levels);
+    EXPECT_EQ(ctx->params().max_level(), levels);
+    std::set<u64> seen;
+    for (int limb = 0; limb < ctx->key_limbs(); ++limb) {
+      const u64 q = ctx->key_modulus(limb).value;
+      EXPECT_LT(q, u64{1} << 31);
+      EXPECT_TRUE(is_prime(q));
+      EXPECT_EQ((q - 1) % (2 * ctx->ring_degree()), 0u);
+      EXPECT_TRUE(seen.insert(q).second);
+    }
+    for (int level = 1; level <= levels; ++level) {
+      // Every rescale divides by the scale to within a fraction of a bit,
+      // and the nominal scales stay nearer still.
+      EXPECT_LT(std::fabs(std::log2(ctx->rescale_divisor(level)) - 40), 0.5) << level;
+      EXPECT_LT(std::fabs(std::log2(ctx->nominal_scale(level)) - 40), 0.25) << level;
+      EXPECT_LT(ctx->level_basis(level - 1).count, ctx->level_basis(level).count);
+      EXPECT_EQ(ctx->level_of_limbs(ctx->level_basis(level).count), level);
+    }
+    EXPECT_EQ(ctx->level_basis(levels).count, ctx->q_count());
+  }
+}
+
+TEST(RationalChain, MalformedChainsAreRefused) {
+  CkksParameters p = small_chain(12);
+  p.q_bits.pop_back();  // 9 mains: not 2 mod 4
+  EXPECT_THROW(Context::create(p), ParameterError);
+  p = small_chain(12);
+  p.p_bits = {40};
+  EXPECT_THROW(Context::create(p), ParameterError);
+}
+
+// round(x A / D) on every coefficient, each kind of rescale: x = y D + r with
+// |r| < D / 2 gives y A + round(r A / D), computed here in 128 bits.
+TEST(RationalChain, RescaleIsTheRoundedRatioExactly) {
+  const auto ctx = Context::create(small_chain(10));
+  const auto backend = cpu::make_cpu_backend({1});
+  const auto prepared = backend->prepare(ctx);
+  const std::size_t n = ctx->ring_degree();
+  std::mt19937_64 rng(7);
+  for (int level = 1; level <= 4; ++level) {  // drops {t0, t1}; 2 mains + t1; 2 mains + t0; {t0, t1}
+    SCOPED_TRACE(level);
+    const RescaleLevel& rs = ctx->rescale(level);
+    i128 d = 1;
+    for (int limb : rs.dropped) d *= static_cast<i128>(ctx->level_modulus(level, limb).value);
+    i128 a = 1;
+    for (std::size_t i = 0; i < rs.source.size(); ++i) {
+      if (rs.source[i] < 0) a *= static_cast<i128>(ctx->level_modulus(level - 1, static_cast<int>(i)).value);
+    }
+    const int in_limbs = ctx->level_basis(level).count;
+    const int out_limbs = ctx->level_basis(level - 1).count;
+    std::vector<i128> expected(n);
+    std::vector<u64> in(static_cast<std::size_t>(in_limbs) * n);
+    std::uniform_int_distribution<std::int64_t> small(-1000, 1000);
+    for (std::size_t k = 0; k < n; ++k) {
+      const i128 y = small(rng);
+      // r uniform in (-D/2, D/2): two 64-bit draws reduced.
+      const i128 raw = (static_cast<i128>(rng()) << 64 | rng()) & ((static_cast<i128>(1) << 126) - 1);
+      const i128 r = raw % d - d / 2;
+      const i128 x = y * d + r;
+      // nearest(r A / D) = floor((2 r A + D) / 2D), a floor for negatives too.
+      const i128 num = 2 * r * a + d;
+      const i128 den = 2 * d;
+      const i128 q = num >= 0 ? num / den : -((-num + den - 1) / den);
+      expected[k] = y * a + q;
+      for (int limb = 0; limb < in_limbs; ++limb) {
+        const auto m = static_cast<i128>(ctx->level_modulus(level, limb).value);
+        in[static_cast<std::size_t>(limb) * n + k] = static_cast<u64>(((x % m) + m) % m);
+      }
+    }
+    auto in_buffer = backend->allocate(in.size() * 8);
+    const PolyArg coefficients{in_buffer.get(), 1, in_limbs};
+    auto ntt_buffer = backend->allocate(in.size() * 8);
+    auto out_buffer = backend->allocate(static_cast<std::size_t>(out_limbs) * n * 8);
+    backend->upload(*coefficients.buffer, in.data(), in.size() * 8);
+    const PolyArg ntt{ntt_buffer.get(), 1, in_limbs};
+    const PolyArg out{out_buffer.get(), 1, out_limbs};
+    backend->to_ntt(*prepared, ntt, coefficients);
+    backend->rescale(*prepared, out, ntt);
+    backend->to_coefficient(*prepared, out, out);
+    std::vector<u64> got(static_cast<std::size_t>(out_limbs) * n);
+    backend->download(*out.buffer, got.data(), got.size() * 8);
+    for (int limb = 0; limb < out_limbs; ++limb) {
+      const auto m = static_cast<i128>(ctx->level_modulus(level - 1, limb).value);
+      for (std::size_t k = 0; k < n; ++k) {
+        ASSERT_EQ(got[static_cast<std::size_t>(limb) * n + k], static_cast<u64>(((expected[k] % m) + m) % m))
+            << "limb " << limb << " coefficient " << k;
+      }
+    }
+  }
+}
+
+// Products, rescales and rotations through every level against the clear
+// message, values encoded at the nominal scales.
+TEST(RationalChain, EveryLevelMultipliesRescalesAndRotates) {
+  Fixture f(small_chain(12));
+  const auto& ctx = *f.context;
+  const RelinKey rk = f.relin_key();
+  const GaloisKeys gk = f.galois_keys({1, -3});
+  const int top = ctx.max_level();
+  Message expected = f.random_message(1.0);
+  Ciphertext x = f.encrypt(expected, top, ctx.nominal_scale(top));
+  for (int level = top; level > 0; --level) {
+    SCOPED_TRACE(level);
+    const Message m = f.random_message(1.0);
+    const Ciphertext y = f.encrypt(m, level, ctx.nominal_scale(level));
+    x = f.engine.multiply_relinearize_rescale(x, y, rk);
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] *= m[i];
+    EXPECT_EQ(x.state.level, level - 1);
+    EXPECT_TRUE(same_scale(x.state.scale, ctx.nominal_scale(level - 1)));
+    EXPECT_LT(max_error(expected, f.decrypt(x)), 1e-5);
+    EXPECT_LT(max_error(rotate_left(expected, 1), f.decrypt(f.engine.rotate(x, 1, gk))), 1e-5);
+    const std::vector<long> steps = {1, -3};
+    const auto hoisted = f.engine.rotate_hoisted(x, steps, gk);
+    EXPECT_LT(max_error(rotate_left(expected, -3), f.decrypt(hoisted[1])), 1e-5);
+  }
+}
+
+// Every level to every lower one: limbs dropped where the lower basis is
+// part of the higher, a scale-keeping rescale where it has a terminal prime
+// the higher lacks; plaintexts cannot gain a prime.
+TEST(RationalChain, DropToLevelReachesEveryLowerLevel) {
+  Fixture f(small_chain(11));
+  const auto& ctx = *f.context;
+  const Message m = f.random_message(1.0);
+  for (int from = ctx.max_level(); from > 0; --from) {
+    const Ciphertext x = f.encrypt(m, from, ctx.nominal_scale(from));
+    for (int to = from - 1; to >= 0; --to) {
+      SCOPED_TRACE(std::to_string(from) + " -> " + std::to_string(to));
+      const Ciphertext y = f.engine.drop_to_level(x, to);
+      EXPECT_EQ(y.state.level, to);
+      EXPECT_TRUE(same_scale(y.state.scale, x.state.scale));
+      EXPECT_LT(max_error(m, f.decrypt(y)), 1e-6);
+      const Plaintext p = f.plaintext(m, from, x.state.scale);
+      if (ctx.nested(from, to)) {
+        EXPECT_EQ(f.engine.drop_to_level(p, to).state.level, to);
+      } else {
+        EXPECT_THROW(f.engine.drop_to_level(p, to), StateError);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fhelium::test
