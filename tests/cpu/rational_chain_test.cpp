@@ -6,7 +6,10 @@
 #include <random>
 #include <set>
 
+#include <sstream>
+
 #include "fhelium/primes.hpp"
+#include "fhelium/serialization.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::test {
@@ -175,6 +178,41 @@ TEST(RationalChain, DropToLevelReachesEveryLowerLevel) {
       }
     }
   }
+}
+
+// Parameters, a seeded ciphertext at a level with t0 only, and the
+// relinearization key round-trip; the loaded context has the same windows.
+TEST(RationalChain, ParametersValuesAndKeysRoundTrip) {
+  Fixture f(small_chain(11));
+  const Context& ctx = *f.context;
+  std::stringstream params;
+  save_parameters(params, ctx);
+  const auto loaded = load_context(params);
+  EXPECT_EQ(loaded->word_size(), WordSize::bits32);
+  ASSERT_EQ(loaded->max_level(), ctx.max_level());
+  for (int level = 0; level <= ctx.max_level(); ++level) {
+    EXPECT_EQ(loaded->level_basis(level).first, ctx.level_basis(level).first);
+    EXPECT_EQ(loaded->level_basis(level).count, ctx.level_basis(level).count);
+    if (level > 0) {
+      EXPECT_EQ(loaded->rescale_divisor(level), ctx.rescale_divisor(level));
+    }
+  }
+  const Message m = f.random_message(1.0);
+  const int level = 5;
+  const auto seeded = f.encryptor.encrypt_symmetric_seeded(f.encoder.encode(m, level, ctx.nominal_scale(level)), f.sk);
+  std::stringstream bytes;
+  save_ciphertext(bytes, ctx, seeded);
+  const HostValue back = load_ciphertext(bytes, ctx);
+  EXPECT_EQ(back.data, seeded.value.data);
+  std::stringstream key_bytes;
+  save_relinearization_key(key_bytes, ctx, f.keygen.relinearization_key(f.sk));
+  const RelinKey rk = load_relinearization_key(key_bytes, f.engine);
+  const Ciphertext x = f.engine.upload_ciphertext(back);
+  EXPECT_LT(max_error(m, f.decrypt(x)), 1e-6);
+  const Ciphertext square = f.engine.multiply_relinearize_rescale(x, x, rk);
+  Message expected = m;
+  for (auto& v : expected) v *= v;
+  EXPECT_LT(max_error(expected, f.decrypt(square)), 1e-5);
 }
 
 }  // namespace

@@ -739,6 +739,22 @@ PipelineReport run_example(const std::string& name) {
   return r;
 }
 
+// The examples on the 32-bit word family's preset (the rational chain:
+// several primes per level), within the bounds they state.
+TEST(PipelineExamples, RunOnThe32BitFamily) {
+  for (const std::string name : {"logreg", "matvec", "sigmoid"}) {
+    const std::string path = std::string(FHELIUM_SOURCE_DIR) + "/examples/pipelines/" + name + ".yaml";
+    const PipelineReport r =
+        run_pipeline(load_pipeline(path, {"backend=cpu", "params=slots8192_scale40_levels7_int32"}), cpu_options());
+    EXPECT_TRUE(r.ok) << name;
+    ASSERT_FALSE(r.outputs.empty()) << name;
+    for (const auto& o : r.outputs) {
+      EXPECT_TRUE(o.within_bound) << name << " " << o.name;
+      EXPECT_GT(o.error.bits, 16) << name << " " << o.name;
+    }
+  }
+}
+
 TEST(PipelineExamples, Matvec) {
   const PipelineReport r = run_example("matvec");
   EXPECT_TRUE(r.ok);
