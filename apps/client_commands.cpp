@@ -100,9 +100,9 @@ int run_keygen(const KeygenOptions& options) {
                                  "' (fingerprints " + to_hex(context_fingerprint(*context), 8) + " and " +
                                  to_hex(context_fingerprint(*plan.context), 8) + ")");
     }
-    encapsulation = plan.sparse_encapsulation;
-    relinearization = plan.relinearization_key;
-    elements = runtime::galois_elements(plan);
+    encapsulation = plan.keys.sparse_encapsulation;
+    relinearization = plan.keys.relinearization;
+    elements = plan.keys.galois_elements(*plan.context);
   } else {
     if (options.params.empty()) throw InvalidArgumentError("keygen needs --params PRESET|FILE or --for PIPELINE.yaml");
     context = context_from(options.params);

@@ -28,8 +28,8 @@ void print_plan(std::FILE* out, const PipelineSpec& spec, const PipelinePlan& pl
   std::fprintf(out, "pipeline %s (%s): %zu steps, %zu operations, depth %d of %d levels\n", spec.name.c_str(),
                spec.file.c_str(), spec.steps.size(), plan.operations, plan.depth, ctx.max_level());
   std::fprintf(out, "keys: relinearization %s, conjugation %s, %zu rotation steps\n",
-               plan.relinearization_key ? "yes" : "no", plan.conjugation_key ? "yes" : "no",
-               plan.rotation_steps.size());
+               plan.keys.relinearization ? "yes" : "no", plan.keys.conjugation ? "yes" : "no",
+               plan.keys.rotation_steps.size());
   for (const PlannedStep& s : plan.steps) {
     std::fprintf(out, "  %-16s %-28s level %2d  scale 2^%-9.4f %-11s %2d ops\n", s.name.c_str(), s.op.c_str(), s.level,
                  std::log2(s.scale), to_string(s.domain).c_str(), static_cast<int>(s.operations));

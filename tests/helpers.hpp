@@ -30,6 +30,20 @@ inline CkksParameters small_params(int log_n, int levels, int specials = 1) {
   return p;
 }
 
+// A small rational chain of the 32-bit word family (params.hpp): 10 mains,
+// levels 0..7 of every kind; insecure, for fast tests.
+inline CkksParameters small_int32_params(int log_n) {
+  CkksParameters p;
+  p.log_ring_degree = log_n;
+  p.word_size = WordSize::bits32;
+  p.q_bits = {20, 20};
+  p.q_bits.insert(p.q_bits.end(), 10, 30);
+  p.p_bits = {31, 31};
+  p.scale = std::ldexp(1.0, 40);
+  p.allow_insecure = true;
+  return p;
+}
+
 inline Seed test_seed(std::uint8_t tag) {
   Seed s{};
   s.fill(tag);

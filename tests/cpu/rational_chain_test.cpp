@@ -17,19 +17,6 @@ namespace {
 
 __extension__ using i128 = __int128;
 
-// A small chain: 10 mains (levels 0..7), insecure N.
-CkksParameters small_chain(int log_n) {
-  CkksParameters p;
-  p.log_ring_degree = log_n;
-  p.word_size = WordSize::bits32;
-  p.q_bits = {20, 20};
-  p.q_bits.insert(p.q_bits.end(), 10, 30);
-  p.p_bits = {31, 31};
-  p.scale = std::ldexp(1.0, 40);
-  p.allow_insecure = true;
-  return p;
-}
-
 TEST(RationalChain, PresetsPassTheSecurityCheckWithTheirLevels) {
   const std::vector<std::pair<std::string, int>> presets = {{"slots8192_scale40_levels7_int32", 7},
                                                             {"slots16384_scale40_levels16_int32", 16},
@@ -61,10 +48,10 @@ TEST(RationalChain, PresetsPassTheSecurityCheckWithTheirLevels) {
 }
 
 TEST(RationalChain, MalformedChainsAreRefused) {
-  CkksParameters p = small_chain(12);
+  CkksParameters p = small_int32_params(12);
   p.q_bits.pop_back();  // 9 mains: not 2 mod 4
   EXPECT_THROW(Context::create(p), ParameterError);
-  p = small_chain(12);
+  p = small_int32_params(12);
   p.p_bits = {40};
   EXPECT_THROW(Context::create(p), ParameterError);
 }
@@ -72,7 +59,7 @@ TEST(RationalChain, MalformedChainsAreRefused) {
 // round(x A / D) on every coefficient, each kind of rescale: x = y D + r with
 // |r| < D / 2 gives y A + round(r A / D), computed here in 128 bits.
 TEST(RationalChain, RescaleIsTheRoundedRatioExactly) {
-  const auto ctx = Context::create(small_chain(10));
+  const auto ctx = Context::create(small_int32_params(10));
   const auto backend = cpu::make_cpu_backend({1});
   const auto prepared = backend->prepare(ctx);
   const std::size_t n = ctx->ring_degree();
@@ -132,7 +119,7 @@ TEST(RationalChain, RescaleIsTheRoundedRatioExactly) {
 // Products, rescales and rotations through every level against the clear
 // message, values encoded at the nominal scales.
 TEST(RationalChain, EveryLevelMultipliesRescalesAndRotates) {
-  Fixture f(small_chain(12));
+  Fixture f(small_int32_params(12));
   const auto& ctx = *f.context;
   const RelinKey rk = f.relin_key();
   const GaloisKeys gk = f.galois_keys({1, -3});
@@ -159,7 +146,7 @@ TEST(RationalChain, EveryLevelMultipliesRescalesAndRotates) {
 // part of the higher, a scale-keeping rescale where it has a terminal prime
 // the higher lacks; plaintexts cannot gain a prime.
 TEST(RationalChain, DropToLevelReachesEveryLowerLevel) {
-  Fixture f(small_chain(11));
+  Fixture f(small_int32_params(11));
   const auto& ctx = *f.context;
   const Message m = f.random_message(1.0);
   for (int from = ctx.max_level(); from > 0; --from) {
@@ -183,7 +170,7 @@ TEST(RationalChain, DropToLevelReachesEveryLowerLevel) {
 // Parameters, a seeded ciphertext at a level with t0 only, and the
 // relinearization key round-trip; the loaded context has the same windows.
 TEST(RationalChain, ParametersValuesAndKeysRoundTrip) {
-  Fixture f(small_chain(11));
+  Fixture f(small_int32_params(11));
   const Context& ctx = *f.context;
   std::stringstream params;
   save_parameters(params, ctx);

@@ -77,6 +77,20 @@ TEST(CudaBackendErrors, ForeignBuffersAndContextsAreRefused) {
   EXPECT_NO_THROW(gpu_backend->synchronize());
 }
 
+// The 32-bit word family's levels (several primes each) are not on cuda
+// yet: prepare refuses its context by name, and the backend stays usable.
+TEST(CudaBackendErrors, The32BitWordFamilyIsRefusedByName) {
+  REQUIRE_GPU();
+  auto backend = cuda::make_cuda_backend();
+  try {
+    backend->prepare(Context::create(small_int32_params(12)));
+    FAIL() << "a 32-bit context was prepared";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("32-bit word family"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(backend->prepare(Context::create(small_params(12, 1, 1))));
+}
+
 // A key switch refuses an operand of the wrong shape before anything runs,
 // naming the operand, its shape and the one expected; the backend stays usable.
 TEST(CudaBackendErrors, KeySwitchShapesAreRefusedByName) {

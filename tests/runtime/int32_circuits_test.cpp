@@ -21,22 +21,9 @@ using runtime::ValueRef;
 using test::Fixture;
 using test::Message;
 
-// 2^11, 10 mains: levels 0..7 of every kind (insecure: tests only).
-CkksParameters chain_params() {
-  CkksParameters p;
-  p.log_ring_degree = 11;
-  p.word_size = WordSize::bits32;
-  p.q_bits = {20, 20};
-  p.q_bits.insert(p.q_bits.end(), 10, 30);
-  p.p_bits = {31, 31};
-  p.scale = std::ldexp(1.0, 40);
-  p.allow_insecure = true;
-  return p;
-}
-
 class Int32Circuits : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { f_ = new Fixture(chain_params(), 9); }
+  static void SetUpTestSuite() { f_ = new Fixture(test::small_int32_params(11), 9); }
   static void TearDownTestSuite() {
     delete f_;
     f_ = nullptr;

@@ -112,7 +112,7 @@ TEST_F(ServerSideTest, BootstrapsWithTheEncapsulationKeysOfTheFolder) {
       "  - {name: y, op: bootstrap, args: [x]}\n",
       "bootstrap.yaml");
   const PipelinePlan plan = plan_pipeline(bootstrapping);
-  ASSERT_TRUE(plan.sparse_encapsulation);
+  ASSERT_TRUE(plan.keys.sparse_encapsulation);
   const auto ctx = plan.context;
   KeyGenerator keys(ctx, rng);
   const SecretKey secret = keys.secret_key();
@@ -120,7 +120,7 @@ TEST_F(ServerSideTest, BootstrapsWithTheEncapsulationKeysOfTheFolder) {
   fs::create_directories(dir / "keys");
   save_relinearization_key_file(key_file(key_folder::relinearization_key), *ctx, keys.relinearization_key(secret));
   std::vector<HostSwitchKey> galois;
-  for (std::uint32_t e : galois_elements(plan)) galois.push_back(keys.galois_key(secret, e));
+  for (std::uint32_t e : plan.keys.galois_elements(*plan.context)) galois.push_back(keys.galois_key(secret, e));
   save_galois_keys_file(key_file(key_folder::galois_keys), *ctx, galois);
   Encryptor encryptor(ctx, rng);
   save_ciphertext_file(

@@ -583,10 +583,7 @@ class Compiler {
     }
     plan.depth = ctx_->max_level() - lowest;
     const KeyRequirements keys = builder.required_keys();
-    plan.relinearization_key = keys.relinearization;
-    plan.conjugation_key = keys.conjugation;
-    plan.sparse_encapsulation = keys.sparse_encapsulation;
-    plan.rotation_steps = keys.rotation_steps;
+    plan.keys = keys;
 
     std::map<std::string, Slots> inputs;
     for (const auto& [name, v] : out_.named) {

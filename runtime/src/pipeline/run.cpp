@@ -146,9 +146,9 @@ class Runner {
     report_.warmup = spec_.execution.warmup;
     report_.depth = plan.depth;
     report_.operations = plan.operations;
-    report_.relinearization_key = plan.relinearization_key;
-    report_.conjugation_key = plan.conjugation_key;
-    report_.rotation_steps = plan.rotation_steps;
+    report_.relinearization_key = plan.keys.relinearization;
+    report_.conjugation_key = plan.keys.conjugation;
+    report_.rotation_steps = plan.keys.rotation_steps;
     for (const PlannedStep& p : plan.steps) report_.steps.push_back({p, std::nullopt, std::nullopt});
   }
 
@@ -537,13 +537,6 @@ class Runner {
 };
 
 }  // namespace
-
-std::set<std::uint32_t> galois_elements(const PipelinePlan& plan) {
-  std::set<std::uint32_t> elements;
-  for (long step : plan.rotation_steps) elements.insert(plan.context->galois_element(step));
-  if (plan.conjugation_key) elements.insert(plan.context->conjugation_element());
-  return elements;
-}
 
 PipelineReport run_pipeline(const PipelineSpec& spec, const RunOptions& options) {
   Runner runner(spec, options, compile_pipeline(spec));

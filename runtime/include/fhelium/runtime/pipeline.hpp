@@ -28,6 +28,7 @@
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/params.hpp"
+#include "fhelium/runtime/program.hpp"
 #include "fhelium/value.hpp"
 
 namespace fhelium::runtime {
@@ -175,10 +176,7 @@ struct PlannedStep {
 struct PipelinePlan {
   std::shared_ptr<const Context> context;
   std::vector<PlannedStep> steps;
-  bool relinearization_key = false;
-  bool conjugation_key = false;
-  bool sparse_encapsulation = false;  // a bootstrap under a dense secret
-  std::set<long> rotation_steps;
+  KeyRequirements keys;  // sparse_encapsulation: a bootstrap under a dense secret
   int depth = 0;  // levels consumed (top level minus the lowest level reached)
   std::size_t operations = 0;
 };
@@ -186,10 +184,6 @@ struct PipelinePlan {
 // Builds the context and compiles every step, checking states, depth and
 // keys. Creates no backend, no key and no ciphertext. Throws PipelineError.
 PipelinePlan plan_pipeline(const PipelineSpec& spec);
-
-// The Galois elements of the keys a plan needs: its rotation steps and, if
-// it conjugates, the conjugation element.
-std::set<std::uint32_t> galois_elements(const PipelinePlan& plan);
 
 struct ErrorStats {
   double max = 0;
