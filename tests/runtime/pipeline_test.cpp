@@ -838,6 +838,37 @@ TEST(PipelineBootstrap, ShortVectorsBootstrapOnTheirPeriod) {
   }
 }
 
+// A bootstrap step's options reach the circuit's configuration: fewer levels
+// for each special FFT leave two more levels, Horner giants need no more
+// rotation keys, and an option out of range is refused by name.
+TEST(PipelineBootstrap, OptionsReachTheConfiguration) {
+  const auto text = [](const std::string& options) {
+    return "params: {ring_degree: 4096, q_bits: [60, 40, 40, 40, 40, 40, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, "
+           "60, 60], p_bits: [60, 60, 60, 60], scale_bits: 40, allow_insecure: true}\n"
+           "inputs:\n"
+           "  x: {random: {distribution: uniform, range: [-1, 1], length: 100, seed: 3}}\n"
+           "steps:\n"
+           "  - {name: y, op: bootstrap, args: [x]" +
+           options +
+           "}\n"
+           "outputs:\n"
+           "  values: [{value: y, max_error: 1.0e-6}]\n";
+  };
+  const PipelinePlan plain = plan_pipeline(parse_pipeline(text("")));
+  const PipelinePlan shallow =
+      plan_pipeline(parse_pipeline(text(", coeff_to_slot_levels: 2, slot_to_coeff_levels: 2")));
+  EXPECT_EQ(shallow.steps.back().level, plain.steps.back().level + 2);
+  const PipelinePlan horner = plan_pipeline(parse_pipeline(text(", horner_giants: true")));
+  EXPECT_LE(horner.keys.rotation_steps.size(), plain.keys.rotation_steps.size());
+  EXPECT_EQ(horner.steps.back().level, plain.steps.back().level);
+  const PipelineReport r = run_text(text(", coeff_to_slot_levels: 2, slot_to_coeff_levels: 2, message_ratio: 256"));
+  EXPECT_TRUE(r.ok);
+  EXPECT_LT(output(r, "y").error.max, 1e-6);
+  EXPECT_NE(refusal(text(", coeff_to_slot_levels: 0")).find("coeff_to_slot_levels"), std::string::npos);
+  EXPECT_NE(refusal(text(", message_ratio: 0.5")).find("message_ratio must be in 1..65536"), std::string::npos);
+  EXPECT_NE(refusal(text(", ratio: 2")).find("horner_giants"), std::string::npos);  // the known keys are listed
+}
+
 // ---- the command-line tool ----
 
 // The `fhelium` binary of this build tree (tests/runtime/ -> apps/).

@@ -27,14 +27,21 @@ namespace {
 // A bootstrap of a value that repeats with `period`: sparse slots when the
 // period is below N/2 (the trace and one EvalMod), with at most
 // log2(slots) levels for each special FFT; at full slots the real-only path
-// (a pipeline's values are real: one EvalMod too).
-circuits::BootstrapConfig bootstrap_config(const Context& context, std::size_t period) {
+// (a pipeline's values are real: one EvalMod too). The step's options
+// replace the defaults.
+circuits::BootstrapConfig bootstrap_config(const Context& context, std::size_t period,
+                                           const StepSpec::BootstrapOptions& options) {
   circuits::BootstrapConfig config;
   config.slots = std::max<std::size_t>(2, period);
   config.real_only = config.slots == context.ring_degree() / 2;
   const int log_slots = std::countr_zero(config.slots);
-  config.coeff_to_slot_levels = std::min(config.coeff_to_slot_levels, log_slots);
-  config.slot_to_coeff_levels = std::min(config.slot_to_coeff_levels, log_slots);
+  config.coeff_to_slot_levels = std::min(options.coeff_to_slot_levels.value_or(config.coeff_to_slot_levels), log_slots);
+  config.slot_to_coeff_levels = std::min(options.slot_to_coeff_levels.value_or(config.slot_to_coeff_levels), log_slots);
+  config.double_angle = options.double_angle.value_or(config.double_angle);
+  config.cosine_degree = options.cosine_degree.value_or(config.cosine_degree);
+  config.message_ratio = options.message_ratio.value_or(config.message_ratio);
+  config.arcsine_correction = options.arcsine_correction.value_or(config.arcsine_correction);
+  config.horner_giants = options.horner_giants.value_or(config.horner_giants);
   return config;
 }
 
@@ -453,7 +460,8 @@ class Compiler {
       }
       return one(std::move(r));
     }
-    if (op == "bootstrap") return unary(circuits::bootstrap(b(), x(), bootstrap_config(*b().context(), a[0]->period)));
+    if (op == "bootstrap")
+      return unary(circuits::bootstrap(b(), x(), bootstrap_config(*b().context(), a[0]->period, s.bootstrap)));
     if (op == "align") {
       const ValueRef p = x();
       const auto it = out_.named.find(s.to);

@@ -785,7 +785,11 @@ const std::map<std::string, OpInfo>& op_table() {
       {"inner_product", {2, 2, {"width"}}},
       {"sum_slots", {1, 1, {"width"}}},
       {"align", {1, 1, {"to"}}},
-      {"bootstrap", {1, 1, {}}},
+      {"bootstrap",
+       {1,
+        1,
+        {"coeff_to_slot_levels", "slot_to_coeff_levels", "double_angle", "cosine_degree", "message_ratio",
+         "arcsine_correction", "horner_giants"}}},
   };
   return table;
 }
@@ -848,6 +852,20 @@ StepSpec parse_step(const Y& y, const CkksParameters& params) {
     }
   }
   if (s.op == "drop_to_level") s.level = need("level", "the target level").integer_in(0, params.max_level());
+  if (s.op == "bootstrap") {
+    auto& o = s.bootstrap;
+    const int log_slots = params.log_ring_degree - 1;
+    if (auto v = y.get("coeff_to_slot_levels")) o.coeff_to_slot_levels = v->integer_in(1, log_slots);
+    if (auto v = y.get("slot_to_coeff_levels")) o.slot_to_coeff_levels = v->integer_in(1, log_slots);
+    if (auto v = y.get("double_angle")) o.double_angle = v->integer_in(0, 8);
+    if (auto v = y.get("cosine_degree")) o.cosine_degree = v->integer_in(1, 1023);
+    if (auto v = y.get("message_ratio")) {
+      o.message_ratio = v->number();
+      if (!(*o.message_ratio >= 1 && *o.message_ratio <= 65536)) v->fail("message_ratio must be in 1..65536");
+    }
+    if (auto v = y.get("arcsine_correction")) o.arcsine_correction = v->boolean();
+    if (auto v = y.get("horner_giants")) o.horner_giants = v->boolean();
+  }
   const long slots = static_cast<long>(params.max_slots());
   if (s.op == "rotate") {
     const Y st = need("step", "slots to rotate left (negative: right)");

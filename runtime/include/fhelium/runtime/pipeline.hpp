@@ -103,6 +103,13 @@ struct StepSpec {
   std::vector<double> coefficients;         // polynomial: c0, c1, ... (power basis)
   std::optional<std::size_t> width;   // sum_slots, inner_product: slots summed (a power of two)
   std::string to;                     // align: the value whose level and scale to reach
+  // bootstrap: the configuration's fields a pipeline may set (default: the
+  // circuit's defaults; the slot count comes from the argument's period).
+  struct BootstrapOptions {
+    std::optional<int> coeff_to_slot_levels, slot_to_coeff_levels, double_angle, cosine_degree;
+    std::optional<double> message_ratio;
+    std::optional<bool> arcsine_correction, horner_giants;
+  } bootstrap;
   SourceMark mark;                    // the step's map
   std::string key;                    // "steps[3]"
   std::vector<SourceMark> arg_marks;  // per argument
