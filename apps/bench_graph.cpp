@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                        {"ring_degree", std::size_t{1} << params.log_ring_degree},
                        {"q_primes", params.q_bits.size()},
                        {"p_primes", params.p_bits.size()},
-                       {"level", params.q_bits.size() - 1}}},
+                       {"level", params.max_level()}}},
                      {"timing", "wall clock around each call, synchronized (host waits for the backend)"}};
     json::array results;
     for (int size : sizes) {

@@ -115,7 +115,9 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
       ks.p_inverse_shoup.push_back(shoup(inv, qi.value));
     }
     key_switch_.push_back(std::move(ks));
-    rescale_.push_back(level > 0 ? rescale_tables(level) : RescaleLevel{});
+    RescaleLevel rescale = level > 0 ? rescale_tables(level) : RescaleLevel{};
+    if (level == 0) rescale.divisor = static_cast<double>(q_level.front().value);
+    rescale_.push_back(std::move(rescale));
   }
 
   garner_inv_.resize(q_.size());

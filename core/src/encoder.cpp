@@ -186,9 +186,10 @@ std::vector<std::complex<double>> Encoder::decode(const HostValue& plaintext, st
   const Context& ctx = *context_;
   const std::size_t n = ctx.ring_degree();
   const ValueState& st = plaintext.state;
-  if (st.context_id != ctx.id() || st.components != 1 || st.basis != Basis::Q) {
+  if (st.context_id != ctx.id() || st.components != 1 || st.basis != Basis::Q || st.level < 0 ||
+      st.level > ctx.max_level() || plaintext.data.size() != st.words(ctx)) {
     throw StateError("decode expects a one-component Q-basis plaintext of context " + std::to_string(ctx.id()) +
-                     ", got " + st.describe());
+                     " at level 0.." + std::to_string(ctx.max_level()) + " with its residues, got " + st.describe());
   }
   if (slots == 0 || slots > n / 2 || !std::has_single_bit(slots)) {
     throw InvalidArgumentError("slot count " + std::to_string(slots) + " is invalid: expected a power of two <= " +

@@ -196,8 +196,10 @@ HostValue Decryptor::decrypt(const HostValue& ciphertext, const SecretKey& sk) c
     throw StateError("decrypt expects ciphertext and secret key of context " + std::to_string(ctx.id()) +
                      ", got ciphertext " + st.describe() + " and a key of context " + std::to_string(sk.context_id()));
   }
-  if (st.basis != Basis::Q || st.components < 2 || st.components > 3 || ciphertext.data.size() != st.words(ctx)) {
-    throw StateError("decrypt expects a Q-basis ciphertext with 2 or 3 components, got " + st.describe());
+  if (st.basis != Basis::Q || st.components < 2 || st.components > 3 || st.level < 0 || st.level > ctx.max_level() ||
+      ciphertext.data.size() != st.words(ctx)) {
+    throw StateError("decrypt expects a Q-basis ciphertext with 2 or 3 components at level 0.." +
+                     std::to_string(ctx.max_level()) + ", got " + st.describe());
   }
   const auto [first, limbs] = ctx.level_basis(st.level);
   const std::size_t n = ctx.ring_degree();

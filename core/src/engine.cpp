@@ -449,10 +449,12 @@ V Engine::dropped(const V& v, int level) const {
 }
 
 Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const {
+  check_own(a, "drop_to_level");  // a's level is valid before its basis is read
   if (level < 0 || level > a.state.level || context_->nested(a.state.level, level)) return dropped(a, level);
   // The rational chain: `level` holds a terminal prime a's level lacks. Down
   // to the nearest level whose primes a holds, then per level a rescale that
   // keeps the scale: times the integer nearest the rescale's divisor first.
+  require_ntt("drop_to_level", a.state);  // a rescale on the way
   int via = level;
   while (!context_->nested(a.state.level, via)) ++via;
   Ciphertext x = dropped(a, via);

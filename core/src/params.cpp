@@ -79,6 +79,11 @@ void CkksParameters::validate() const {
       throw ParameterError("the 32-bit family's chain has " + std::to_string(q_bits.size()) +
                            " q primes: expected two terminal primes and 2 mod 4 main primes (6, 10, 14, ...)");
     }
+    // Terminal primes near sqrt(scale) and main pairs near scale x t below 2^31 each.
+    if (scale < std::ldexp(1.0, 38) || scale > std::ldexp(1.0, 41)) {
+      throw ParameterError("scale 2^" + std::to_string(std::log2(scale)) +
+                           " is outside the 32-bit family's chain: expected 2^38 .. 2^41");
+    }
     for (int bits : p_bits) {
       if (bits > 31) {
         throw ParameterError("special prime of " + std::to_string(bits) +

@@ -11,6 +11,12 @@ std::shared_ptr<const Context> encapsulation_low_context(const Context& context)
   if (context.special_count() < 1) {
     throw InvalidArgumentError("sparse-secret encapsulation: the context has no special prime, expected one or more");
   }
+  if (context.level_basis(0).count != 1) {
+    throw ParameterError(
+        "the sparse-secret encapsulation (bootstrapping) needs one prime at level 0; the 32-bit "
+        "family's level 0 holds " +
+        std::to_string(context.level_basis(0).count) + ": expected a context of 64-bit words");
+  }
   CkksParameters low = context.params();
   low.q_bits = {low.q_bits.front()};
   low.p_bits = {low.p_bits.front()};

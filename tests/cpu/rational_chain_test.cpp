@@ -5,11 +5,11 @@
 #include <cmath>
 #include <random>
 #include <set>
-
 #include <sstream>
 
 #include "fhelium/primes.hpp"
 #include "fhelium/serialization.hpp"
+#include "fhelium/sparse_encapsulation.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::test {
@@ -54,6 +54,11 @@ TEST(RationalChain, MalformedChainsAreRefused) {
   p = small_int32_params(12);
   p.p_bits = {40};
   EXPECT_THROW(Context::create(p), ParameterError);
+  p = small_int32_params(12);
+  p.scale = std::ldexp(1.0, 30);  // no main pair of two primes below 2^31 reaches it
+  EXPECT_THROW(Context::create(p), ParameterError);
+  // Bootstrapping's encapsulation needs one prime at level 0.
+  EXPECT_THROW(encapsulation_low_context(*Context::create(small_int32_params(12))), ParameterError);
 }
 
 // round(x A / D) on every coefficient, each kind of rescale: x = y D + r with

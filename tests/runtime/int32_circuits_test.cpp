@@ -124,9 +124,11 @@ TEST_F(Int32Circuits, AlignReachesEveryLevelAndScale) {
   for (int level = 0; level < 7; ++level) {
     SCOPED_TRACE(level);
     ProgramBuilder b = builder(7);
-    const ValueRef y = align(b, ValueRef{0}, level, level == 0 ? f_->scale() : std::ldexp(1.0, 35));
+    const double target = level == 0 ? f_->scale() : std::ldexp(1.0, 35);
+    const ValueRef y = align(b, ValueRef{0}, level, target);
     const Outcome out = run(b, y, xm, 7);
     EXPECT_EQ(out.state.level, level);
+    EXPECT_LT(std::fabs(out.state.scale / target - 1), 1e-12);
     EXPECT_LT(test::max_error(xm, out.decrypted), 1e-5);
   }
 }

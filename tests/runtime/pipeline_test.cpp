@@ -307,6 +307,20 @@ TEST(PipelineRefusal, DepthBeyondTheParameters) {
       "slots8192_scale30_levels7");
 }
 
+// The 32-bit family: the depth is measured on its chain (4 more primes carry
+// 3 levels), and the suggestion is a preset of the same family.
+TEST(PipelineRefusal, DepthBeyondThe32BitPreset) {
+  std::string steps = "steps:\n  - {name: x1, op: multiply_relinearize_rescale, args: [x, x]}\n";
+  for (int i = 2; i <= 9; ++i) {
+    steps += "  - {name: x" + std::to_string(i) + ", op: multiply_relinearize_rescale, args: [x" +
+             std::to_string(i - 1) + ", x" + std::to_string(i - 1) + "]}\n";
+  }
+  EXPECT_EQ(refusal("params: slots8192_scale40_levels7_int32\ninputs: {x: [0.5, -0.25]}\n" + steps),
+            "test.yaml:11:5: key 'steps[7]': step 'x8' (multiply_relinearize_rescale) goes below level 0: the "
+            "calculation needs depth 9 but the parameters give 7 levels; add 4 primes to params.q_bits or use the "
+            "preset slots16384_scale40_levels16_int32");
+}
+
 TEST(PipelineRefusal, MissingInputFile) {
   const std::string message = refusal(kSmallParams +
                                           "inputs:\n"
@@ -838,9 +852,10 @@ TEST(PipelineBootstrap, ShortVectorsBootstrapOnTheirPeriod) {
   }
 }
 
-// A bootstrap step's options reach the circuit's configuration: fewer levels
-// for each special FFT leave two more levels, Horner giants need no more
-// rotation keys, and an option out of range is refused by name.
+// A bootstrap step's options reach the circuit's configuration: the levels
+// of each special FFT, the double angles, the cosine's degree and the
+// arcsine correction each move the output level; Horner giants need fewer
+// rotation keys; an option out of range is refused by name.
 TEST(PipelineBootstrap, OptionsReachTheConfiguration) {
   const auto text = [](const std::string& options) {
     return "params: {ring_degree: 4096, q_bits: [60, 40, 40, 40, 40, 40, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, 60, "
@@ -858,8 +873,14 @@ TEST(PipelineBootstrap, OptionsReachTheConfiguration) {
   const PipelinePlan shallow =
       plan_pipeline(parse_pipeline(text(", coeff_to_slot_levels: 2, slot_to_coeff_levels: 2")));
   EXPECT_EQ(shallow.steps.back().level, plain.steps.back().level + 2);
+  const auto level_with = [&](const std::string& options) {
+    return plan_pipeline(parse_pipeline(text(options))).steps.back().level - plain.steps.back().level;
+  };
+  EXPECT_EQ(level_with(", double_angle: 3"), -1);
+  EXPECT_EQ(level_with(", cosine_degree: 31"), 1);
+  EXPECT_EQ(level_with(", arcsine_correction: false"), 2);
   const PipelinePlan horner = plan_pipeline(parse_pipeline(text(", horner_giants: true")));
-  EXPECT_LE(horner.keys.rotation_steps.size(), plain.keys.rotation_steps.size());
+  EXPECT_LT(horner.keys.rotation_steps.size(), plain.keys.rotation_steps.size());
   EXPECT_EQ(horner.steps.back().level, plain.steps.back().level);
   const PipelineReport r = run_text(text(", coeff_to_slot_levels: 2, slot_to_coeff_levels: 2, message_ratio: 256"));
   EXPECT_TRUE(r.ok);

@@ -37,7 +37,10 @@ struct KeySwitchLevel {
 // product of the primes l drops and A of those l - 1 adds (A = 1 and D = q_l
 // with one prime per level).
 struct RescaleLevel {
-  double divisor = 1;  // D / A: the scale is divided by it
+  // D / A: the scale is divided by it. Level 0 (nothing to rescale): its
+  // first prime, so that a constant sized for a rescale there asks for a
+  // level the value does not have and is refused.
+  double divisor = 1;
   // One prime per level: the dropped prime is q_l, the last limb.
   std::vector<u64> last_inverse;          // [q_l^-1]_{q_i}, i < l
   std::vector<u64> last_inverse_shoup;

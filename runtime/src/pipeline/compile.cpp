@@ -86,9 +86,9 @@ Slots replicate(const std::vector<std::complex<double>>& packed, std::size_t slo
 
 class Compiler {
  public:
-  // extra_levels > 0: a probe with that many more primes on top, every
-  // explicit level moved up with them, to measure a depth.
-  Compiler(const PipelineSpec& spec, int extra_levels) : spec_(spec), extra_(extra_levels) {}
+  // extra_primes > 0: a probe with that many more primes on top, every
+  // explicit level moved up by the levels they add, to measure a depth.
+  Compiler(const PipelineSpec& spec, int extra_primes) : spec_(spec), extra_primes_(extra_primes) {}
 
   Compiled run() {
     make_context();
@@ -108,8 +108,8 @@ class Compiler {
 
   void make_context() {
     CkksParameters params = spec_.params.parameters;
-    if (extra_ > 0) {
-      params.q_bits.insert(params.q_bits.end(), static_cast<std::size_t>(extra_), params.q_bits.back());
+    if (extra_primes_ > 0) {
+      params.q_bits.insert(params.q_bits.end(), static_cast<std::size_t>(extra_primes_), params.q_bits.back());
       params.allow_insecure = true;
     }
     try {
@@ -121,6 +121,7 @@ class Compiler {
     } catch (const Error& e) {
       throw PipelineError(spec_.params.mark, "params", e.what());
     }
+    extra_ = ctx_->max_level() - spec_.params.parameters.max_level();
     out_.plan.context = ctx_;
     out_.builder = ProgramBuilder(ctx_, spec_.name);
     slots_ = static_cast<std::size_t>(ctx_->ring_degree() / 2);
@@ -604,7 +605,8 @@ class Compiler {
   }
 
   const PipelineSpec& spec_;
-  int extra_ = 0;
+  int extra_primes_ = 0;
+  int extra_ = 0;  // levels the extra primes add (4 primes carry 3 levels in the 32-bit family)
   std::shared_ptr<const Context> ctx_;
   Compiled out_;
   std::size_t slots_ = 0;
@@ -618,12 +620,15 @@ class Compiler {
 // The message for a calculation deeper than the parameters.
 [[noreturn]] void throw_depth_error(const PipelineSpec& spec, std::size_t step_index, int need) {
   const int have = spec.params.parameters.max_level();
-  const int more = need - have;
+  const bool small_words = spec.params.parameters.word_size == WordSize::bits32;
+  // The 32-bit family's chain carries 3 levels on 4 more primes.
+  const int more = small_words ? 4 * ((need - have + 2) / 3) : need - have;
   const StepSpec& s = spec.steps[step_index];
   std::string suggestion;
   for (const auto& name : preset_names()) {
     const CkksParameters p = preset(name);
-    if (p.max_level() >= need && p.log_ring_degree >= spec.params.parameters.log_ring_degree) {
+    if (p.max_level() >= need && p.log_ring_degree >= spec.params.parameters.log_ring_degree &&
+        p.word_size == spec.params.parameters.word_size) {
       if (suggestion.empty() || p.log_ring_degree < preset(suggestion).log_ring_degree) suggestion = name;
     }
   }
