@@ -18,10 +18,7 @@ int ValueState::limbs(const Context& context) const {
   return context.level_basis(level).count + (basis == Basis::QP ? context.special_count() : 0);
 }
 
-int ValueState::key_limb(const Context& context, int limb) const {
-  const int q_limbs = context.level_basis(level).count;
-  return limb < q_limbs ? context.key_limb(level, limb) : context.q_count() + (limb - q_limbs);
-}
+int ValueState::key_limb(const Context& context, int limb) const { return context.key_limb(level, limb); }
 
 std::size_t ValueState::words(const Context& context) const {
   return static_cast<std::size_t>(components) * static_cast<std::size_t>(limbs(context)) * context.ring_degree();

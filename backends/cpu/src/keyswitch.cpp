@@ -34,12 +34,6 @@ int position_in_digit(int slot, DigitRange r, int q_limbs, int specials) {
   return slot < r.begin ? slot : slot - own;
 }
 
-// Key limb (Q primes, then P primes) of slot s at this level.
-int key_limb_of_slot(const Context& c, int slot, int level) {
-  const int q_limbs = q_limbs_of(c, level);
-  return slot < q_limbs ? c.key_limb(level, slot) : c.q_count() + (slot - q_limbs);
-}
-
 // The key's digit of the level's digit j.
 std::size_t key_digit(const Context& c, int level, int j) {
   return static_cast<std::size_t>(c.key_switch(level).first_digit + j);
@@ -109,7 +103,7 @@ std::vector<std::vector<int>> assign_slots(const Context& c, int level, int thre
   std::vector<double> cost(static_cast<std::size_t>(slots));
   for (int s = 0; s < slots; ++s) {
     const int converted = s < q_limbs_of(c, level) ? digits - 1 : digits;
-    const double transform = c.ntt(key_limb_of_slot(c, s, level)).floating_point() ? 1.0 : 2.0;
+    const double transform = c.ntt(c.key_limb(level, s)).floating_point() ? 1.0 : 2.0;
     cost[static_cast<std::size_t>(s)] = converted * transform + 0.8 * digits;
   }
   std::vector<std::vector<int>> lists(static_cast<std::size_t>(threads));
@@ -195,7 +189,7 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
                  const int slot = t < r.begin ? t : t + own;
                  u64* limb = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) +
                                                    static_cast<std::size_t>(t)) * n;
-                 c.ntt(key_limb_of_slot(c, slot, level)).forward(limb);
+                 c.ntt(c.key_limb(level, slot)).forward(limb);
                });
 }
 
@@ -228,7 +222,7 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
 
   const auto multiply_slot = [&](int thread, int slot) {
     const auto s = static_cast<std::size_t>(slot);
-    const int key_limb = key_limb_of_slot(c, slot, level);
+    const int key_limb = c.key_limb(level, slot);
     const Modulus& q = c.key_modulus(key_limb);
     // This thread's limb and 128-bit sums (L2-sized at N = 2^14).
     u64* limb = ws.slot_scratch.data() + static_cast<std::size_t>(thread) * 5 * n;
@@ -285,7 +279,7 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
 
   parallel_for(ctx.threads(), static_cast<std::size_t>(slots), [&](std::size_t s) {
     const int slot = static_cast<int>(s);
-    const auto key_limb = static_cast<std::size_t>(key_limb_of_slot(c, slot, level));
+    const auto key_limb = static_cast<std::size_t>(c.key_limb(level, slot));
     const Modulus& q = c.key_modulus(static_cast<int>(key_limb));
     u64* acc0 = ws.accumulators.data() + s * n;
     u64* acc1 = ws.accumulators.data() + (static_cast<std::size_t>(slots) + s) * n;

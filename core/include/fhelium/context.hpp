@@ -76,8 +76,13 @@ class Context {
   // (limb counts decrease strictly with the level), or -1.
   const LevelBasis& level_basis(int level) const { return levels_.at(static_cast<std::size_t>(level)); }
   int level_of_limbs(int limbs) const;
-  // Limb `limb` of a Q-basis value at `level`: its prime and its index into key_modulus.
-  int key_limb(int level, int limb) const { return level_basis(level).first + limb; }
+  // The index into key_modulus of limb `limb` of a value at `level`: the
+  // level's Q primes, then (basis QP) the P primes.
+  int key_limb(int level, int limb) const {
+    const LevelBasis& basis = level_basis(level);
+    return limb < basis.count ? basis.first + limb : q_count() + (limb - basis.count);
+  }
+  // The prime of Q limb `limb` at `level`.
   const Modulus& level_modulus(int level, int limb) const {
     return q_[static_cast<std::size_t>(key_limb(level, limb))];
   }
