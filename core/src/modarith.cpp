@@ -17,6 +17,15 @@ Modulus::Modulus(u64 q) : value(q) {
   ratio_hi = static_cast<u64>(ratio >> 64);
 }
 
+NarrowModulus::NarrowModulus(u64 q) : value(static_cast<u32>(q)) {
+  if (q < 2 || q >= limit) {
+    throw ParameterError("modulus " + std::to_string(q) + " is out of range for 32-bit words: expected 2 <= q < 2^31");
+  }
+  two32 = static_cast<u32>((u64{1} << 32) % q);
+  two32_shoup = shoup(two32, value);
+  one_shoup = shoup(u32{1}, value);
+}
+
 u64 pow_mod(u64 base, u64 exponent, const Modulus& m) {
   u64 result = 1 % m.value;
   base %= m.value;

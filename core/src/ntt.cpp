@@ -2,8 +2,10 @@
 
 #include <bit>
 
+#include "fhelium/backend/ntt32.hpp"
 #include "fhelium/error.hpp"
 #include "fhelium/primes.hpp"
+#include "ntt32_kernels.hpp"
 #include "ntt_kernels.hpp"
 
 namespace fhelium {
@@ -41,15 +43,34 @@ NttTable::NttTable(std::uint64_t ring_degree, const Modulus& modulus)
   }
   inv_n_ = inv_mod(n_ % q, modulus);
   inv_n_shoup_ = shoup(inv_n_, q);
-  if (detail::use_fma(q)) {
+  if (q < NttTable32::max_modulus && n_ >= detail::min_avx2_ring_degree32 && detail::cpu_has_avx2()) {
+    narrow_ = std::make_shared<const NttTable32>(*this);
+  } else if (detail::use_fma(q)) {
     roots_double_.assign(roots_.begin(), roots_.end());
     inv_roots_double_.assign(inv_roots_.begin(), inv_roots_.end());
   }
 }
 
+namespace {
+
+// One limb through the 32-bit transform: narrowed into this thread's scratch
+// and widened back.
+template <class Transform>
+void through_narrow(u64* a, std::uint64_t n, const Transform& transform) {
+  thread_local std::vector<u32> scratch;
+  scratch.resize(n);
+  detail::narrow_words_avx2(a, scratch.data(), n);
+  transform(scratch.data());
+  detail::widen_words_avx2(scratch.data(), a, n);
+}
+
+}  // namespace
+
 void NttTable::forward(u64* a) const {
   const u64 q = modulus_.value;
-  if (!roots_double_.empty() && n_ >= 16) {
+  if (narrow_) {
+    through_narrow(a, n_, [this](u32* x) { narrow_->forward(x); });
+  } else if (!roots_double_.empty() && n_ >= 16) {
     detail::forward_fma(a, n_, roots_double_.data(), q);
   } else if (detail::use_avx2(q) && n_ >= 16) {
     detail::forward_avx2(a, n_, roots_.data(), roots_shoup_.data(), q);
@@ -71,7 +92,9 @@ void NttTable::forward_scalar(u64* a) const {
 
 void NttTable::inverse(u64* a) const {
   const u64 q = modulus_.value;
-  if (!inv_roots_double_.empty() && n_ >= 16) {
+  if (narrow_) {
+    through_narrow(a, n_, [this](u32* x) { narrow_->inverse(x); });
+  } else if (!inv_roots_double_.empty() && n_ >= 16) {
     detail::inverse_fma(a, n_, inv_roots_double_.data(), q, inv_n_);
   } else if (detail::use_avx2(q) && n_ >= 16) {
     detail::inverse_avx2(a, n_, inv_roots_.data(), inv_roots_shoup_.data(), q, inv_n_, inv_n_shoup_);

@@ -48,32 +48,50 @@ FHELIUM_AVX2 __m256i mul_shoup_lazy(__m256i x, const Root& r, __m256i q) {
   return _mm256_sub_epi32(_mm256_mullo_epi32(x, r.w), _mm256_mullo_epi32(quotient, q));
 }
 
+// Harvey's lazy butterflies. With q < 2^30 the forward transform keeps
+// values below 4q and the inverse below 2q. With q < 2^31 (Tight) that would
+// overflow 32 bits: the forward keeps them below 2q and the inverse below q,
+// each product reduced once more.
+template <bool Tight>
 FHELIUM_AVX2 void forward_butterfly(__m256i& x, __m256i& y, const Root& w, const Moduli& m) {
-  const __m256i u = subtract_if_at_least(x, m.two_q);
-  const __m256i v = mul_shoup_lazy(y, w, m.q);
-  x = _mm256_add_epi32(u, v);
-  y = _mm256_add_epi32(_mm256_sub_epi32(u, v), m.two_q);
+  if constexpr (Tight) {
+    const __m256i u = subtract_if_at_least(x, m.q);
+    const __m256i v = subtract_if_at_least(mul_shoup_lazy(y, w, m.q), m.q);
+    x = _mm256_add_epi32(u, v);
+    y = _mm256_add_epi32(_mm256_sub_epi32(u, v), m.q);
+  } else {
+    const __m256i u = subtract_if_at_least(x, m.two_q);
+    const __m256i v = mul_shoup_lazy(y, w, m.q);
+    x = _mm256_add_epi32(u, v);
+    y = _mm256_add_epi32(_mm256_sub_epi32(u, v), m.two_q);
+  }
 }
 
+template <bool Tight>
 FHELIUM_AVX2 void inverse_butterfly(__m256i& x, __m256i& y, const Root& w, const Moduli& m) {
   const __m256i u = x;
   const __m256i v = y;
-  x = subtract_if_at_least(_mm256_add_epi32(u, v), m.two_q);
-  y = mul_shoup_lazy(_mm256_add_epi32(_mm256_sub_epi32(u, v), m.two_q), w, m.q);
+  if constexpr (Tight) {
+    x = subtract_if_at_least(_mm256_add_epi32(u, v), m.q);
+    y = subtract_if_at_least(mul_shoup_lazy(_mm256_add_epi32(_mm256_sub_epi32(u, v), m.q), w, m.q), m.q);
+  } else {
+    x = subtract_if_at_least(_mm256_add_epi32(u, v), m.two_q);
+    y = mul_shoup_lazy(_mm256_add_epi32(_mm256_sub_epi32(u, v), m.two_q), w, m.q);
+  }
 }
 
-template <bool forward>
+template <bool forward, bool Tight>
 FHELIUM_AVX2 void butterfly(__m256i& x, __m256i& y, const Root& w, const Moduli& mod) {
   if constexpr (forward) {
-    forward_butterfly(x, y, w, mod);
+    forward_butterfly<Tight>(x, y, w, mod);
   } else {
-    inverse_butterfly(x, y, w, mod);
+    inverse_butterfly<Tight>(x, y, w, mod);
   }
 }
 
 // One stage of butterfly distance t (a multiple of 8 lanes): block i of 2t
 // values takes roots[n / 2t + i], in both directions.
-template <bool forward>
+template <bool forward, bool Tight>
 FHELIUM_AVX2 void stage(u32* a, std::uint64_t n, std::uint64_t t, const u32* roots, const u32* roots_shoup,
                         const Moduli& mod) {
   const std::uint64_t first = n / (2 * t);
@@ -82,7 +100,7 @@ FHELIUM_AVX2 void stage(u32* a, std::uint64_t n, std::uint64_t t, const u32* roo
     u32* x = a + 2 * i * t;
     for (std::uint64_t j = 0; j < t; j += lanes) {
       __m256i u = load8(x + j), v = load8(x + j + t);
-      butterfly<forward>(u, v, w, mod);
+      butterfly<forward, Tight>(u, v, w, mod);
       store8(x + j, u);
       store8(x + j + t, v);
     }
@@ -100,7 +118,7 @@ FHELIUM_AVX2 __m256i spread(const u32* p, int count, __m256i order) {
 // A stage of distance t = 4, 2 or 1, inside the vectors: two vectors (16
 // values) are shuffled so that the butterflies' pairs meet lane to lane,
 // with each lane's block root, and shuffled back.
-template <bool forward, int t>
+template <bool forward, bool Tight, int t>
 FHELIUM_AVX2 void short_stage(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup, const Moduli& mod) {
   constexpr int blocks = 8 / t;  // the blocks of 2t values in 16 values
   // Lane k of the shuffled x holds a value of block order[k] (counted from v0's first).
@@ -124,7 +142,7 @@ FHELIUM_AVX2 void short_stage(u32* a, std::uint64_t n, const u32* roots, const u
       x = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1), 0x88));
       y = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(v0), _mm256_castsi256_ps(v1), 0xDD));
     }
-    butterfly<forward>(x, y, w, mod);
+    butterfly<forward, Tight>(x, y, w, mod);
     if constexpr (t == 4) {
       store8(a + j, _mm256_permute2x128_si256(x, y, 0x20));
       store8(a + j + lanes, _mm256_permute2x128_si256(x, y, 0x31));
@@ -138,14 +156,12 @@ FHELIUM_AVX2 void short_stage(u32* a, std::uint64_t n, const u32* roots, const u
   }
 }
 
-}  // namespace
-
-__attribute__((target("avx2"))) void forward_avx2(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup,
-                                                  u32 q) {
+template <bool Tight>
+FHELIUM_AVX2 void forward_passes(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup, u32 q) {
   const Moduli mod{broadcast32(q), broadcast32(2 * q)};
   std::uint64_t m = 1;
   if (std::countr_zero(n) & 1) {  // an odd count: one radix-2 stage first
-    stage<true>(a, n, n / 2, roots, roots_shoup, mod);
+    stage<true, Tight>(a, n, n / 2, roots, roots_shoup, mod);
     m = 2;
   }
   // Two stages per pass while the smaller distance, n / 4m, fills the lanes.
@@ -162,10 +178,10 @@ __attribute__((target("avx2"))) void forward_avx2(u32* a, std::uint64_t n, const
       u32* p3 = p2 + t2;
       for (std::uint64_t j = 0; j < t2; j += lanes) {
         __m256i x0 = load8(p0 + j), x1 = load8(p1 + j), x2 = load8(p2 + j), x3 = load8(p3 + j);
-        forward_butterfly(x0, x2, wa, mod);
-        forward_butterfly(x1, x3, wa, mod);
-        forward_butterfly(x0, x1, wb0, mod);
-        forward_butterfly(x2, x3, wb1, mod);
+        forward_butterfly<Tight>(x0, x2, wa, mod);
+        forward_butterfly<Tight>(x1, x3, wa, mod);
+        forward_butterfly<Tight>(x0, x1, wb0, mod);
+        forward_butterfly<Tight>(x2, x3, wb1, mod);
         store8(p0 + j, x0);
         store8(p1 + j, x1);
         store8(p2 + j, x2);
@@ -174,23 +190,24 @@ __attribute__((target("avx2"))) void forward_avx2(u32* a, std::uint64_t n, const
     }
   }
   // Distances 8, 4, 2 and 1 are left (an even count of stages).
-  stage<true>(a, n, 8, roots, roots_shoup, mod);
-  short_stage<true, 4>(a, n, roots, roots_shoup, mod);
-  short_stage<true, 2>(a, n, roots, roots_shoup, mod);
-  short_stage<true, 1>(a, n, roots, roots_shoup, mod);
+  stage<true, Tight>(a, n, 8, roots, roots_shoup, mod);
+  short_stage<true, Tight, 4>(a, n, roots, roots_shoup, mod);
+  short_stage<true, Tight, 2>(a, n, roots, roots_shoup, mod);
+  short_stage<true, Tight, 1>(a, n, roots, roots_shoup, mod);
   for (std::uint64_t j = 0; j < n; j += lanes) {
     store8(a + j, subtract_if_at_least(subtract_if_at_least(load8(a + j), mod.two_q), mod.q));
   }
 }
 
-__attribute__((target("avx2"))) void inverse_avx2(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup,
-                                                  u32 q, u32 inv_n, u32 inv_n_shoup) {
+template <bool Tight>
+FHELIUM_AVX2 void inverse_passes(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup, u32 q, u32 inv_n,
+                                 u32 inv_n_shoup) {
   const Moduli mod{broadcast32(q), broadcast32(2 * q)};
   // Distances 1, 2, 4 and 8 one stage at a time, then two stages per pass.
-  short_stage<false, 1>(a, n, roots, roots_shoup, mod);
-  short_stage<false, 2>(a, n, roots, roots_shoup, mod);
-  short_stage<false, 4>(a, n, roots, roots_shoup, mod);
-  stage<false>(a, n, 8, roots, roots_shoup, mod);
+  short_stage<false, Tight, 1>(a, n, roots, roots_shoup, mod);
+  short_stage<false, Tight, 2>(a, n, roots, roots_shoup, mod);
+  short_stage<false, Tight, 4>(a, n, roots, roots_shoup, mod);
+  stage<false, Tight>(a, n, 8, roots, roots_shoup, mod);
   std::uint64_t m = n / 16;
   for (; m >= 4; m >>= 2) {
     const std::uint64_t h = m >> 1;
@@ -205,10 +222,10 @@ __attribute__((target("avx2"))) void inverse_avx2(u32* a, std::uint64_t n, const
       u32* p3 = p2 + t;
       for (std::uint64_t j = 0; j < t; j += lanes) {
         __m256i x0 = load8(p0 + j), x1 = load8(p1 + j), x2 = load8(p2 + j), x3 = load8(p3 + j);
-        inverse_butterfly(x0, x1, w0, mod);
-        inverse_butterfly(x2, x3, w1, mod);
-        inverse_butterfly(x0, x2, w, mod);
-        inverse_butterfly(x1, x3, w, mod);
+        inverse_butterfly<Tight>(x0, x1, w0, mod);
+        inverse_butterfly<Tight>(x2, x3, w1, mod);
+        inverse_butterfly<Tight>(x0, x2, w, mod);
+        inverse_butterfly<Tight>(x1, x3, w, mod);
         store8(p0 + j, x0);
         store8(p1 + j, x1);
         store8(p2 + j, x2);
@@ -216,10 +233,47 @@ __attribute__((target("avx2"))) void inverse_avx2(u32* a, std::uint64_t n, const
       }
     }
   }
-  if (m == 2) stage<false>(a, n, n / 2, roots, roots_shoup, mod);
+  if (m == 2) stage<false, Tight>(a, n, n / 2, roots, roots_shoup, mod);
   const Root scale{broadcast32(inv_n), broadcast32(inv_n_shoup), broadcast32(inv_n_shoup)};
   for (std::uint64_t j = 0; j < n; j += lanes) {
     store8(a + j, subtract_if_at_least(mul_shoup_lazy(load8(a + j), scale, mod.q), mod.q));
+  }
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void forward_avx2(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup,
+                                                  u32 q) {
+  if (q >= lazy_modulus_limit32) {
+    forward_passes<true>(a, n, roots, roots_shoup, q);
+  } else {
+    forward_passes<false>(a, n, roots, roots_shoup, q);
+  }
+}
+
+__attribute__((target("avx2"))) void inverse_avx2(u32* a, std::uint64_t n, const u32* roots, const u32* roots_shoup,
+                                                  u32 q, u32 inv_n, u32 inv_n_shoup) {
+  if (q >= lazy_modulus_limit32) {
+    inverse_passes<true>(a, n, roots, roots_shoup, q, inv_n, inv_n_shoup);
+  } else {
+    inverse_passes<false>(a, n, roots, roots_shoup, q, inv_n, inv_n_shoup);
+  }
+}
+
+__attribute__((target("avx2"))) void narrow_words_avx2(const u64* in, u32* out, std::uint64_t n) {
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  for (std::uint64_t k = 0; k < n; k += lanes) {
+    const __m256i low = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k)), even);
+    const __m256i high =
+        _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + k + 4)), even);
+    store8(out + k, _mm256_permute2x128_si256(low, high, 0x20));
+  }
+}
+
+__attribute__((target("avx2"))) void widen_words_avx2(const u32* in, u64* out, std::uint64_t n) {
+  for (std::uint64_t k = 0; k < n; k += 4) {
+    const __m128i four = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), _mm256_cvtepu32_epi64(four));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "fhelium/error.hpp"
 #include "fhelium/primes.hpp"
 
 namespace fhelium::test {
@@ -45,6 +46,21 @@ TEST(ModarithTest, ShoupMultiplicationIsLazyThenExact) {
     ASSERT_LT(lazy, 2 * q);
     ASSERT_EQ(lazy % q, static_cast<u64>(static_cast<u128>(x) * w % q));
   }
+}
+
+TEST(ModarithTest, NarrowReductionIsExactForEvery64BitValue) {
+  std::mt19937_64 rng(8);
+  for (int bits = 20; bits <= 31; ++bits) {
+    const u64 q = generate_ntt_primes({bits}, 1024)[0];
+    const NarrowModulus m(q);
+    const u64 edges[] = {0, 1, q - 1, q, 2 * q - 1, (u64{1} << 32) - 1, u64{1} << 32, ~u64{0}, ~u64{0} - q};
+    for (u64 x : edges) ASSERT_EQ(reduce_narrow(x, m), x % q) << x << " mod " << q;
+    for (int i = 0; i < 20000; ++i) {
+      const u64 x = rng();
+      ASSERT_EQ(reduce_narrow(x, m), x % q) << x << " mod " << q;
+    }
+  }
+  EXPECT_THROW(NarrowModulus(u64{1} << 31), ParameterError);
 }
 
 }  // namespace

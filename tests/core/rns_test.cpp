@@ -57,6 +57,10 @@ class RnsTest : public testing::TestWithParam<RnsCase> {
       for (std::size_t k = 0; k < n; ++k) in[i * n + k] = static_cast<u64>(xs[k] % from[i].value);
     }
     converter->convert(in.data(), out.data(), n, 0, n);
+    // The portable path: the same residues as the vectorized one.
+    std::vector<u64> portable(to.size() * n, ~u64{0});
+    converter->convert_scalar(in.data(), portable.data(), n, 0, n);
+    ASSERT_EQ(portable, out) << "convert_scalar";
     for (std::size_t j = 0; j < to.size(); ++j) {
       for (std::size_t k = 0; k < n; ++k) {
         const u128 x = xs[k];
@@ -141,14 +145,17 @@ TEST_P(RnsTest, ConvertsOnlyTheRequestedRange) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(RnsBases, RnsTest,
-                         testing::Values(RnsCase{"one60_to_three", {60}, {60, 40, 30}},
-                                         RnsCase{"one40_to_two", {40}, {60, 50}},
-                                         RnsCase{"two40_to_three", {40, 40}, {40, 60, 61}},
-                                         RnsCase{"two60_to_two", {60, 60}, {60, 50}},
-                                         RnsCase{"three40_to_two", {40, 40, 40}, {60, 40}},
-                                         RnsCase{"mixed_to_one", {61, 30, 35}, {55}}),
-                         rns_name);
+INSTANTIATE_TEST_SUITE_P(
+    RnsBases, RnsTest,
+    testing::Values(RnsCase{"one60_to_three", {60}, {60, 40, 30}}, RnsCase{"one40_to_two", {40}, {60, 50}},
+                    RnsCase{"two40_to_three", {40, 40}, {40, 60, 61}}, RnsCase{"two60_to_two", {60, 60}, {60, 50}},
+                    RnsCase{"three40_to_two", {40, 40, 40}, {60, 40}}, RnsCase{"mixed_to_one", {61, 30, 35}, {55}},
+                    // Primes below 2^31: the narrow path (32-bit products, folds).
+                    RnsCase{"narrow_two31_to_three", {31, 31}, {31, 30, 20}},
+                    RnsCase{"narrow_two20_to_two", {21, 20}, {31, 30}},
+                    RnsCase{"narrow_four_to_two", {31, 31, 30, 30}, {31, 20}},
+                    RnsCase{"narrow_three_to_one", {30, 30, 31}, {31}}),
+    rns_name);
 
 TEST(RnsConverterTest, RejectsEmptyFromBasis) {
   EXPECT_THROW(BasisConverter({}, {Modulus(generate_ntt_primes({40}, 1024)[0])}), ParameterError);

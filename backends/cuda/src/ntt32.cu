@@ -271,6 +271,10 @@ DeviceNtt32::DeviceNtt32(const std::vector<NttTable32>& tables)
       throw InvalidArgumentError("DeviceNtt32: tables of ring degrees " + std::to_string(n_) + " and " +
                                  std::to_string(t.ring_degree()));
     }
+    if (t.modulus() >= (u32{1} << 30)) {  // the kernels' lazy bounds keep values below 4q < 2^32
+      throw InvalidArgumentError("DeviceNtt32: the prime " + std::to_string(t.modulus()) +
+                                 " is not below 2^30, as the GPU transform's lazy bounds need");
+    }
     for (const auto* v : {&t.roots(), &t.roots_shoup(), &t.inverse_roots(), &t.inverse_roots_shoup()}) {
       host_tables.insert(host_tables.end(), v->begin(), v->end());
     }

@@ -80,6 +80,31 @@ inline u32 mul_shoup(u32 x, u32 w, u32 w_shoup, u32 q) {
   return r >= q ? r - q : r;
 }
 
+// A prime below 2^31 (the 32-bit word family) with the constants that
+// reduce a 64-bit sum of residue products in 32-bit multiplies: a sum of
+// three products of residues below 2^31 stays below 2^64, so a kernel adds
+// products in a u64 and folds every third one.
+struct NarrowModulus {
+  static constexpr u64 limit = u64{1} << 31;  // exclusive
+  u32 value = 0;
+  u32 two32 = 0;  // 2^32 mod q
+  u32 two32_shoup = 0;
+  u32 one_shoup = 0;  // shoup(1, q) = floor(2^32 / q)
+
+  NarrowModulus() = default;
+  explicit NarrowModulus(u64 q);
+};
+
+// x mod q for any 64-bit x: x = h 2^32 + l = h [2^32]_q + l, each product
+// below 2q by Shoup's lazy form, so the sum is below 4q.
+inline u32 reduce_narrow(u64 x, const NarrowModulus& m) {
+  const u64 q = m.value;
+  u64 t = u64{mul_shoup_lazy(static_cast<u32>(x >> 32), m.two32, m.two32_shoup, m.value)} +
+          mul_shoup_lazy(static_cast<u32>(x), u32{1}, m.one_shoup, m.value);
+  t = t >= 2 * q ? t - 2 * q : t;
+  return static_cast<u32>(t >= q ? t - q : t);
+}
+
 u64 pow_mod(u64 base, u64 exponent, const Modulus& m);
 // Inverse modulo a prime; throws ParameterError when a is 0 mod q.
 u64 inv_mod(u64 a, const Modulus& m);

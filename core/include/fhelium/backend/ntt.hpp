@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fhelium/backend/modarith.hpp"
 
 namespace fhelium {
+
+class NttTable32;
 
 class NttTable {
  public:
@@ -18,8 +21,9 @@ class NttTable {
   const Modulus& modulus() const { return modulus_; }
   u64 psi() const { return psi_; }
 
-  // In place; inputs in [0, q), outputs in [0, q). Uses AVX2 (and FMA for
-  // primes below 2^44) when the CPU has it.
+  // In place; inputs in [0, q), outputs in [0, q). Uses AVX2 when the CPU
+  // has it: for primes below 2^31 the 32-bit transform (NttTable32, eight
+  // lanes), below 2^44 the double-precision one (with FMA).
   void forward(u64* values) const;
   void inverse(u64* values) const;
   // The portable path (bit-identical; tests compare the two).
@@ -48,6 +52,8 @@ class NttTable {
   // The roots as doubles, for the floating-point path (primes below 2^44 on
   // CPUs with AVX2 and FMA); empty otherwise.
   std::vector<double> roots_double_, inv_roots_double_;
+  // The 32-bit transform of a prime below 2^31 (AVX2 and N >= 64); null otherwise.
+  std::shared_ptr<const NttTable32> narrow_;
 };
 
 std::uint32_t bit_reverse(std::uint32_t x, int bits);

@@ -1,24 +1,27 @@
 // The negacyclic NTT in 32-bit words, for the 32-bit word family: the same
 // transform as NttTable (same root psi, same output order: index i holds the
 // evaluation at psi^(2 bitrev(i) + 1)), so both give the same residues for
-// the same prime. Primes below 2^30: the lazy butterflies keep values below
-// 4q < 2^32. The AVX2 path works on eight lanes and is bit-identical to the
-// scalar one.
+// the same prime. Primes below 2^31: below 2^30 the lazy butterflies keep
+// values below 4q < 2^32, above it below 2q. The AVX2 path works on eight
+// lanes and is bit-identical to the scalar one.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "fhelium/backend/modarith.hpp"
+#include "fhelium/backend/ntt.hpp"
 
 namespace fhelium {
 
 class NttTable32 {
  public:
-  static constexpr u32 max_modulus = u32{1} << 30;  // exclusive
+  static constexpr u32 max_modulus = u32{1} << 31;  // exclusive
 
-  // q: a prime below 2^30 with q = 1 mod 2 * ring_degree (else ParameterError).
+  // q: a prime below 2^31 with q = 1 mod 2 * ring_degree (else ParameterError).
   NttTable32(std::uint64_t ring_degree, u32 q);
+  // The 32-bit tables of a 64-bit table's prime (below 2^31).
+  explicit NttTable32(const NttTable& wide);
 
   std::uint64_t ring_degree() const { return n_; }
   u32 modulus() const { return q_; }

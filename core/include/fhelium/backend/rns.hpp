@@ -6,10 +6,14 @@
 // order with no fused multiply-add so every backend gets the same bits. The
 // result is exact except within about |A| 2^-52 A of the boundary A/2, where
 // the rounding may pick the other representative (off by A). A single-prime
-// basis A = a_0 is lifted exactly with an integer comparison.
+// basis A = a_0 is lifted exactly with an integer comparison. When every
+// prime of A and B is below 2^31 (the 32-bit word family) the sums are taken
+// in 64-bit words with 32-bit products, blocks of coefficients at a time
+// (vectorized with AVX2): the same residues.
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "fhelium/backend/modarith.hpp"
@@ -31,6 +35,9 @@ class BasisConverter {
   void convert_one(const u64* in, u64* out, std::size_t n, std::size_t target, std::size_t begin,
                    std::size_t end) const;
 
+  // convert() on the portable path only (bit-identical; tests compare the two).
+  void convert_scalar(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const;
+
   // Constants, as device backends read them.
   const std::vector<u64>& hat_inverse() const { return hat_inv_; }        // [(A/a_i)^-1]_{a_i}
   const std::vector<u64>& hat_inverse_shoup() const { return hat_inv_shoup_; }
@@ -40,6 +47,17 @@ class BasisConverter {
   const std::vector<u64>& overflow_mod_to() const { return overflow_mod_to_; }  // [v A]_{b_j} at j*(|A|+1)+v
 
  private:
+  // Tables of the path for primes below 2^31.
+  struct Narrow {
+    std::vector<NarrowModulus> from, to;
+    std::vector<u32> hat_inverse, hat_inverse_shoup;  // as hat_inv_, in 32-bit words
+    std::vector<u32> hat_mod_to;                      // as hat_mod_to_
+  };
+  // Targets [first_target, end_target) into consecutive limbs of out; AVX2
+  // where `vector` and the CPU has it.
+  void convert_narrow(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end,
+                      std::size_t first_target, std::size_t end_target, bool vector) const;
+
   // y_i = [x_i (A/a_i)^-1]_{a_i} of coefficient k, and the overflow count v.
   u64 scaled_residues(const u64* in, std::size_t n, std::size_t k, u64* y) const;
   // [sum_i y_i (A/a_i) - v A]_{b_target}.
@@ -49,6 +67,7 @@ class BasisConverter {
   std::vector<u64> hat_inv_, hat_inv_shoup_, hat_mod_to_, prod_mod_to_;
   std::vector<u64> overflow_mod_to_;  // [v A]_{b_j} at j * (|A| + 1) + v
   std::vector<double> inv_double_;
+  std::optional<Narrow> narrow_;
 };
 
 }  // namespace fhelium

@@ -1,0 +1,109 @@
+// The narrow basis conversion on four 64-bit lanes: residues below 2^31 sit
+// in the low halves, so every product is one vpmuludq.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "rns_narrow.hpp"
+
+namespace fhelium::detail {
+namespace {
+
+#define FHELIUM_AVX2 __attribute__((target("avx2"), always_inline)) inline
+
+FHELIUM_AVX2 __m256i splat(u64 x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
+
+// r - q where r >= q, for lanes below 2^63.
+FHELIUM_AVX2 __m256i subtract_if_at_least(__m256i r, __m256i q, __m256i q_minus_one) {
+  return _mm256_sub_epi64(r, _mm256_and_si256(_mm256_cmpgt_epi64(r, q_minus_one), q));
+}
+
+// Shoup's lazy x w mod q in [0, 2q) for x < 2^32: exact in 64-bit lanes.
+FHELIUM_AVX2 __m256i mul_shoup_lazy_lanes(__m256i x, __m256i w, __m256i w_shoup, __m256i q) {
+  const __m256i quotient = _mm256_srli_epi64(_mm256_mul_epu32(x, w_shoup), 32);
+  return _mm256_sub_epi64(_mm256_mul_epu32(x, w), _mm256_mul_epu32(quotient, q));
+}
+
+struct NarrowLanes {
+  __m256i q, q_minus_one, two_q, two_q_minus_one, two32, two32_shoup, one, one_shoup;
+};
+
+FHELIUM_AVX2 NarrowLanes lanes_for(const NarrowModulus& m) {
+  const u64 q = m.value;
+  return {splat(q), splat(q - 1), splat(2 * q), splat(2 * q - 1), splat(m.two32), splat(m.two32_shoup), splat(1),
+          splat(m.one_shoup)};
+}
+
+// reduce_narrow on four lanes: x = h 2^32 + l -> [h 2^32]_q + [l]_q.
+FHELIUM_AVX2 __m256i reduce_lanes(__m256i x, const NarrowLanes& l) {
+  const __m256i high = mul_shoup_lazy_lanes(_mm256_srli_epi64(x, 32), l.two32, l.two32_shoup, l.q);
+  const __m256i low = mul_shoup_lazy_lanes(_mm256_and_si256(x, _mm256_set1_epi64x(0xffffffffLL)), l.one, l.one_shoup,
+                                           l.q);
+  const __m256i t = subtract_if_at_least(_mm256_add_epi64(high, low), l.two_q, l.two_q_minus_one);
+  return subtract_if_at_least(t, l.q, l.q_minus_one);
+}
+
+// The exact double of lanes below 2^52.
+FHELIUM_AVX2 __m256d to_double(__m256i x) {
+  const __m256i magic_bits = _mm256_set1_epi64x(0x4330000000000000LL);  // 2^52
+  return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, magic_bits)), _mm256_set1_pd(0x1p52));
+}
+
+}  // namespace
+
+__attribute__((target("avx2"))) void convert_narrow_avx2(const NarrowConversion& c, const u64* in, u64* out,
+                                                         std::size_t n, std::size_t begin, std::size_t end,
+                                                         std::size_t first_target, std::size_t end_target) {
+  const std::size_t na = c.from_count;
+  const std::size_t vector_end = begin + (end - begin) / 4 * 4;
+  alignas(32) u64 y[narrow_max_from_primes][narrow_block];
+  alignas(32) u64 v[narrow_block];
+  alignas(32) double overflow[narrow_block];
+  __m256i hat[narrow_max_from_primes];
+  for (std::size_t k0 = begin; k0 < vector_end; k0 += narrow_block) {
+    const std::size_t len = std::min(narrow_block, vector_end - k0);
+    for (std::size_t k = 0; k < len; k += 4) _mm256_store_pd(overflow + k, _mm256_setzero_pd());
+    // y_i = [x_i (A/a_i)^-1]_{a_i}, and the overflow sum in scaled_residues' order.
+    for (std::size_t i = 0; i < na; ++i) {
+      const NarrowLanes a = lanes_for(c.from[i]);
+      const __m256i w = splat(c.hat_inverse[i]);
+      const __m256i w_shoup = splat(c.hat_inverse_shoup[i]);
+      const __m256d inverse = _mm256_set1_pd(c.inverse_as_double[i]);
+      const u64* x = in + i * n + k0;
+      for (std::size_t k = 0; k < len; k += 4) {
+        const __m256i xs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k));
+        const __m256i r = subtract_if_at_least(mul_shoup_lazy_lanes(xs, w, w_shoup, a.q), a.q, a.q_minus_one);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(y[i] + k), r);
+        const __m256d sum = _mm256_add_pd(_mm256_load_pd(overflow + k), _mm256_mul_pd(to_double(r), inverse));
+        _mm256_store_pd(overflow + k, sum);
+      }
+    }
+    for (std::size_t k = 0; k < len; k += 4) {
+      const __m128i count = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_load_pd(overflow + k), _mm256_set1_pd(0.5)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(v + k), _mm256_cvtepi32_epi64(count));
+    }
+    // [sum_i y_i (A/a_i) - v A]_{b_j}, folding every third product.
+    for (std::size_t j = first_target; j < end_target; ++j) {
+      const NarrowLanes b = lanes_for(c.to[j]);
+      for (std::size_t i = 0; i < na; ++i) hat[i] = splat(c.hat_mod_to[j * na + i]);
+      const auto* over = reinterpret_cast<const long long*>(c.overflow_mod_to + j * (na + 1));
+      u64* o = out + (j - first_target) * n + k0;
+      for (std::size_t k = 0; k < len; k += 4) {
+        __m256i acc = _mm256_setzero_si256();
+        for (std::size_t i = 0; i < na; ++i) {
+          acc = _mm256_add_epi64(acc, _mm256_mul_epu32(_mm256_load_si256(reinterpret_cast<const __m256i*>(y[i] + k)),
+                                                       hat[i]));
+          if (i % 3 == 2 && i + 1 < na) acc = reduce_lanes(acc, b);
+        }
+        const __m256i r = reduce_lanes(acc, b);
+        const __m256i correction =
+            _mm256_i64gather_epi64(over, _mm256_load_si256(reinterpret_cast<const __m256i*>(v + k)), 8);
+        const __m256i d = _mm256_add_epi64(_mm256_sub_epi64(r, correction), b.q);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + k), subtract_if_at_least(d, b.q, b.q_minus_one));
+      }
+    }
+  }
+  convert_narrow_scalar(c, in, out, n, vector_end, end, first_target, end_target);
+}
+
+}  // namespace fhelium::detail
