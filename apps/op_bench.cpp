@@ -156,7 +156,8 @@ json::object bench_preset(const std::string& preset_name, const std::shared_ptr<
   json::array results;
   for (const auto& op : ops) results.push_back(time_op(op, runs, warmup, engine.backend(), table.at(op)));
   const auto& p = context->params();
-  const std::size_t ciphertext_bytes = 2 * (context->q().size()) * context->ring_degree() * sizeof(u64);
+  const std::size_t ciphertext_bytes = 2 * static_cast<std::size_t>(context->level_basis(context->max_level()).count) *
+                                       context->ring_degree() * stored_word_bytes(context->word_size());
   return {{"preset", preset_name},
           {"parameters",
            {{"ring_degree", context->ring_degree()},

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "fhelium/backend/limb_kernels.hpp"
+#include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/context.hpp"
-
 #include "fhelium/error.hpp"
 
 namespace fhelium {
@@ -74,7 +74,7 @@ void Backend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyA
                                std::to_string(out.components) + " components");
   }
   std::vector<u64> in(static_cast<std::size_t>(a.components) * n);
-  download(*a.buffer, in.data(), in.size() * sizeof(u64));
+  download_residues(*this, *a.buffer, in, context.word_size());
   std::vector<u64> raised(static_cast<std::size_t>(out.components) * static_cast<std::size_t>(out.limbs) * n);
   const u64 q0 = context.q()[0].value;
   for (int comp = 0; comp < out.components; ++comp) {
@@ -85,7 +85,7 @@ void Backend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyA
       lift_centered(in.data() + static_cast<std::size_t>(comp) * n, dst, n, q0, qi, q0 % qi.value);
     }
   }
-  upload(*out.buffer, raised.data(), raised.size() * sizeof(u64));
+  upload_residues(*this, *out.buffer, raised, context.word_size());
 }
 
 std::unique_ptr<Recording> Backend::end_capture() {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/error.hpp"
 
@@ -155,14 +156,14 @@ void check_host(const Context& ctx, const HostValue& v, int min_components, int 
 Ciphertext Engine::upload_ciphertext(const HostValue& value) const {
   check_host(*context_, value, 2, 3, "upload_ciphertext");
   Ciphertext ct = make_ciphertext(value.state);
-  backend_->upload(*ct.buffer, value.data.data(), value.data.size() * sizeof(u64));
+  upload_residues(*backend_, *ct.buffer, value.data, value.state.word_size);
   return ct;
 }
 
 Ciphertext Engine::upload_ciphertext(const ValueState& state, const Backend::ChunkFill& fill) const {
   check_host(*context_, state, std::nullopt, 2, 3, "upload_ciphertext");
   Ciphertext ct = make_ciphertext(state);
-  backend_->upload_filled(*ct.buffer, state.words(*context_) * sizeof(u64), fill);
+  upload_residues_filled(*backend_, *ct.buffer, state.words(*context_), state.word_size, fill);
   return ct;
 }
 
@@ -170,8 +171,8 @@ Plaintext Engine::upload_plaintext(const HostValue& value) const {
   check_host(*context_, value, 1, 1, "upload_plaintext");
   Plaintext pt;
   pt.state = value.state;
-  pt.buffer = backend_->allocate(value.data.size() * sizeof(u64));
-  backend_->upload(*pt.buffer, value.data.data(), value.data.size() * sizeof(u64));
+  pt.buffer = backend_->allocate(value.data.size() * stored_word_bytes(value.state.word_size));
+  upload_residues(*backend_, *pt.buffer, value.data, value.state.word_size);
   return pt;
 }
 
@@ -180,7 +181,7 @@ HostValue Engine::download(const Value& value) const {
   HostValue host;
   host.state = value.state;
   host.data.resize(value.state.words(*context_));
-  backend_->download(*value.buffer, host.data.data(), host.data.size() * sizeof(u64));
+  download_residues(*backend_, *value.buffer, host.data, value.state.word_size);
   return host;
 }
 
@@ -197,8 +198,8 @@ SwitchKey upload_key(Backend& backend, const Context& ctx, const HostSwitchKey& 
   SwitchKey out;
   out.context_id = key.context_id;
   out.digits = key.digits;
-  out.buffer = backend.allocate(key.data.size() * sizeof(u64));
-  backend.upload(*out.buffer, key.data.data(), key.data.size() * sizeof(u64));
+  out.buffer = backend.allocate(key.data.size() * stored_word_bytes(ctx.word_size()));
+  upload_residues(backend, *out.buffer, key.data, ctx.word_size());
   return out;
 }
 }  // namespace
@@ -219,8 +220,8 @@ RelinKey Engine::upload_relinearization_key(const Backend::ChunkFill& fill) cons
   rk.digits = context_->key_digits();
   const std::size_t words = static_cast<std::size_t>(rk.digits) * 2 * static_cast<std::size_t>(context_->key_limbs()) *
                             context_->ring_degree();
-  rk.buffer = backend_->allocate(words * sizeof(u64));
-  backend_->upload_filled(*rk.buffer, words * sizeof(u64), fill);
+  rk.buffer = backend_->allocate(words * stored_word_bytes(context_->word_size()));
+  upload_residues_filled(*backend_, *rk.buffer, words, context_->word_size(), fill);
   return rk;
 }
 

@@ -1,6 +1,7 @@
 #include "fhelium/backend/ntt.hpp"
 
 #include <bit>
+#include <string>
 
 #include "fhelium/backend/ntt32.hpp"
 #include "fhelium/error.hpp"
@@ -43,9 +44,11 @@ NttTable::NttTable(std::uint64_t ring_degree, const Modulus& modulus)
   }
   inv_n_ = inv_mod(n_ % q, modulus);
   inv_n_shoup_ = shoup(inv_n_, q);
-  if (q < NttTable32::max_modulus && n_ >= detail::min_avx2_ring_degree32 && detail::cpu_has_avx2()) {
+  if (q < NttTable32::max_modulus) {
     narrow_ = std::make_shared<const NttTable32>(*this);
-  } else if (detail::use_fma(q)) {
+    narrow_for_wide_words_ = n_ >= detail::min_avx2_ring_degree32 && detail::cpu_has_avx2();
+  }
+  if (!narrow_for_wide_words_ && detail::use_fma(q)) {
     roots_double_.assign(roots_.begin(), roots_.end());
     inv_roots_double_.assign(inv_roots_.begin(), inv_roots_.end());
   }
@@ -68,7 +71,7 @@ void through_narrow(u64* a, std::uint64_t n, const Transform& transform) {
 
 void NttTable::forward(u64* a) const {
   const u64 q = modulus_.value;
-  if (narrow_) {
+  if (narrow_for_wide_words_) {
     through_narrow(a, n_, [this](u32* x) { narrow_->forward(x); });
   } else if (!roots_double_.empty() && n_ >= 16) {
     detail::forward_fma(a, n_, roots_double_.data(), q);
@@ -78,6 +81,18 @@ void NttTable::forward(u64* a) const {
     forward_scalar(a);
   }
 }
+
+const NttTable32& NttTable::narrow_table() const {
+  if (!narrow_) {
+    throw InvalidArgumentError("NTT in 32-bit words: the prime " + std::to_string(modulus_.value) +
+                               " is not below 2^31");
+  }
+  return *narrow_;
+}
+
+void NttTable::forward(u32* a) const { narrow_table().forward(a); }
+
+void NttTable::inverse(u32* a) const { narrow_table().inverse(a); }
 
 void NttTable::forward_scalar(u64* a) const {
   const u64 q = modulus_.value;
@@ -92,7 +107,7 @@ void NttTable::forward_scalar(u64* a) const {
 
 void NttTable::inverse(u64* a) const {
   const u64 q = modulus_.value;
-  if (narrow_) {
+  if (narrow_for_wide_words_) {
     through_narrow(a, n_, [this](u32* x) { narrow_->inverse(x); });
   } else if (!inv_roots_double_.empty() && n_ >= 16) {
     detail::inverse_fma(a, n_, inv_roots_double_.data(), q, inv_n_);

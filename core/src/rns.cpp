@@ -64,7 +64,7 @@ BasisConverter::BasisConverter(std::vector<Modulus> from, std::vector<Modulus> t
   for (std::size_t j = 0; j < to_.size(); ++j) {
     for (std::size_t v = 0; v <= na; ++v) overflow_mod_to_[j * (na + 1) + v] = mul_mod(v, prod_mod_to_[j], to_[j]);
   }
-  if (na > 1 && all_narrow(from_) && all_narrow(to_)) {
+  if (all_narrow(from_) && all_narrow(to_)) {
     Narrow t;
     for (const Modulus& m : from_) t.from.emplace_back(m.value);
     for (const Modulus& m : to_) t.to.emplace_back(m.value);
@@ -77,8 +77,12 @@ BasisConverter::BasisConverter(std::vector<Modulus> from, std::vector<Modulus> t
   }
 }
 
-void BasisConverter::convert_narrow(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end,
+template <class W>
+void BasisConverter::convert_narrow(const W* in, W* out, std::size_t n, std::size_t begin, std::size_t end,
                                     std::size_t first_target, std::size_t end_target, bool vector) const {
+  if (!narrow_) {
+    throw InvalidArgumentError("basis conversion in 32-bit words: a prime of the bases is not below 2^31");
+  }
   const Narrow& t = *narrow_;
   const detail::NarrowConversion c{t.from.data(),
                                    t.from.size(),
@@ -101,6 +105,15 @@ void BasisConverter::convert_scalar(const u64* in, u64* out, std::size_t n, std:
     return;
   }
   convert_narrow(in, out, n, begin, end, 0, to_.size(), false);
+}
+
+void BasisConverter::convert(const u32* in, u32* out, std::size_t n, std::size_t begin, std::size_t end) const {
+  convert_narrow(in, out, n, begin, end, 0, to_.size(), true);
+}
+
+void BasisConverter::convert_one(const u32* in, u32* out, std::size_t n, std::size_t target, std::size_t begin,
+                                 std::size_t end) const {
+  convert_narrow(in, out, n, begin, end, target, target + 1, true);
 }
 
 void BasisConverter::convert(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const {
@@ -160,8 +173,11 @@ namespace detail {
 // The overflow count sums the same doubles in the same order as
 // scaled_residues; a sum of products of residues below 2^31 is folded every
 // third product, so it stays below 2^64.
-void convert_narrow_scalar(const NarrowConversion& c, const u64* in, u64* out, std::size_t n, std::size_t begin,
-                           std::size_t end, std::size_t first_target, std::size_t end_target) {
+namespace {
+
+template <class W>
+void convert_blocks(const NarrowConversion& c, const W* in, W* out, std::size_t n, std::size_t begin, std::size_t end,
+                    std::size_t first_target, std::size_t end_target) {
   const std::size_t na = c.from_count;
   u32 y[narrow_max_from_primes][narrow_block];
   double overflow[narrow_block];
@@ -170,7 +186,7 @@ void convert_narrow_scalar(const NarrowConversion& c, const u64* in, u64* out, s
     const std::size_t len = std::min(narrow_block, end - k0);
     std::fill_n(overflow, len, 0.0);
     for (std::size_t i = 0; i < na; ++i) {
-      const u64* x = in + i * n + k0;
+      const W* x = in + i * n + k0;
       for (std::size_t k = 0; k < len; ++k) {
         const u32 r = mul_shoup(static_cast<u32>(x[k]), c.hat_inverse[i], c.hat_inverse_shoup[i], c.from[i].value);
         y[i][k] = r;
@@ -181,17 +197,29 @@ void convert_narrow_scalar(const NarrowConversion& c, const u64* in, u64* out, s
     for (std::size_t j = first_target; j < end_target; ++j) {
       const NarrowModulus& b = c.to[j];
       const u64* over = c.overflow_mod_to + j * (na + 1);
-      u64* o = out + (j - first_target) * n + k0;
+      W* o = out + (j - first_target) * n + k0;
       for (std::size_t k = 0; k < len; ++k) {
         u64 acc = 0;
         for (std::size_t i = 0; i < na; ++i) {
           acc += u64{y[i][k]} * c.hat_mod_to[j * na + i];
           if (i % 3 == 2 && i + 1 < na) acc = reduce_narrow(acc, b);
         }
-        o[k] = sub_mod(u64{reduce_narrow(acc, b)}, over[v[k]], b.value);
+        o[k] = static_cast<W>(sub_mod(u64{reduce_narrow(acc, b)}, over[v[k]], b.value));
       }
     }
   }
+}
+
+}  // namespace
+
+void convert_narrow_scalar(const NarrowConversion& c, const u64* in, u64* out, std::size_t n, std::size_t begin,
+                           std::size_t end, std::size_t first_target, std::size_t end_target) {
+  convert_blocks(c, in, out, n, begin, end, first_target, end_target);
+}
+
+void convert_narrow_scalar(const NarrowConversion& c, const u32* in, u32* out, std::size_t n, std::size_t begin,
+                           std::size_t end, std::size_t first_target, std::size_t end_target) {
+  convert_blocks(c, in, out, n, begin, end, first_target, end_target);
 }
 
 }  // namespace detail

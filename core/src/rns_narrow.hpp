@@ -26,12 +26,16 @@ struct NarrowConversion {
 };
 
 // Coefficients [begin, end) of targets [first_target, end_target), written
-// to consecutive limbs of out (limb stride n).
+// to consecutive limbs of out (limb stride n), in 64-bit or 32-bit words.
 void convert_narrow_scalar(const NarrowConversion& c, const u64* in, u64* out, std::size_t n, std::size_t begin,
+                           std::size_t end, std::size_t first_target, std::size_t end_target);
+void convert_narrow_scalar(const NarrowConversion& c, const u32* in, u32* out, std::size_t n, std::size_t begin,
                            std::size_t end, std::size_t first_target, std::size_t end_target);
 // The same, four coefficients per instruction (the last (end - begin) % 4
 // by the scalar kernel). Call only where the CPU has AVX2.
 void convert_narrow_avx2(const NarrowConversion& c, const u64* in, u64* out, std::size_t n, std::size_t begin,
+                         std::size_t end, std::size_t first_target, std::size_t end_target);
+void convert_narrow_avx2(const NarrowConversion& c, const u32* in, u32* out, std::size_t n, std::size_t begin,
                          std::size_t end, std::size_t first_target, std::size_t end_target);
 
 }  // namespace fhelium::detail

@@ -49,11 +49,30 @@ FHELIUM_AVX2 __m256d to_double(__m256i x) {
   return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, magic_bits)), _mm256_set1_pd(0x1p52));
 }
 
-}  // namespace
+// Four residues into 64-bit lanes, and back.
+template <class W>
+FHELIUM_AVX2 __m256i load4(const W* p) {
+  if constexpr (sizeof(W) == 8) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  } else {
+    return _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+}
 
-__attribute__((target("avx2"))) void convert_narrow_avx2(const NarrowConversion& c, const u64* in, u64* out,
-                                                         std::size_t n, std::size_t begin, std::size_t end,
-                                                         std::size_t first_target, std::size_t end_target) {
+template <class W>
+FHELIUM_AVX2 void store4(W* p, __m256i x) {
+  if constexpr (sizeof(W) == 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), x);
+  } else {
+    const __m256i low_halves = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(low_halves));
+  }
+}
+
+template <class W>
+__attribute__((target("avx2"))) void convert_blocks(const NarrowConversion& c, const W* in, W* out, std::size_t n,
+                                                    std::size_t begin, std::size_t end, std::size_t first_target,
+                                                    std::size_t end_target) {
   const std::size_t na = c.from_count;
   const std::size_t vector_end = begin + (end - begin) / 4 * 4;
   alignas(32) u64 y[narrow_max_from_primes][narrow_block];
@@ -69,9 +88,9 @@ __attribute__((target("avx2"))) void convert_narrow_avx2(const NarrowConversion&
       const __m256i w = splat(c.hat_inverse[i]);
       const __m256i w_shoup = splat(c.hat_inverse_shoup[i]);
       const __m256d inverse = _mm256_set1_pd(c.inverse_as_double[i]);
-      const u64* x = in + i * n + k0;
+      const W* x = in + i * n + k0;
       for (std::size_t k = 0; k < len; k += 4) {
-        const __m256i xs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k));
+        const __m256i xs = load4(x + k);
         const __m256i r = subtract_if_at_least(mul_shoup_lazy_lanes(xs, w, w_shoup, a.q), a.q, a.q_minus_one);
         _mm256_store_si256(reinterpret_cast<__m256i*>(y[i] + k), r);
         const __m256d sum = _mm256_add_pd(_mm256_load_pd(overflow + k), _mm256_mul_pd(to_double(r), inverse));
@@ -87,7 +106,7 @@ __attribute__((target("avx2"))) void convert_narrow_avx2(const NarrowConversion&
       const NarrowLanes b = lanes_for(c.to[j]);
       for (std::size_t i = 0; i < na; ++i) hat[i] = splat(c.hat_mod_to[j * na + i]);
       const auto* over = reinterpret_cast<const long long*>(c.overflow_mod_to + j * (na + 1));
-      u64* o = out + (j - first_target) * n + k0;
+      W* o = out + (j - first_target) * n + k0;
       for (std::size_t k = 0; k < len; k += 4) {
         __m256i acc = _mm256_setzero_si256();
         for (std::size_t i = 0; i < na; ++i) {
@@ -99,11 +118,23 @@ __attribute__((target("avx2"))) void convert_narrow_avx2(const NarrowConversion&
         const __m256i correction =
             _mm256_i64gather_epi64(over, _mm256_load_si256(reinterpret_cast<const __m256i*>(v + k)), 8);
         const __m256i d = _mm256_add_epi64(_mm256_sub_epi64(r, correction), b.q);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + k), subtract_if_at_least(d, b.q, b.q_minus_one));
+        store4(o + k, subtract_if_at_least(d, b.q, b.q_minus_one));
       }
     }
   }
   convert_narrow_scalar(c, in, out, n, vector_end, end, first_target, end_target);
+}
+
+}  // namespace
+
+void convert_narrow_avx2(const NarrowConversion& c, const u64* in, u64* out, std::size_t n, std::size_t begin,
+                         std::size_t end, std::size_t first_target, std::size_t end_target) {
+  convert_blocks(c, in, out, n, begin, end, first_target, end_target);
+}
+
+void convert_narrow_avx2(const NarrowConversion& c, const u32* in, u32* out, std::size_t n, std::size_t begin,
+                         std::size_t end, std::size_t first_target, std::size_t end_target) {
+  convert_blocks(c, in, out, n, begin, end, first_target, end_target);
 }
 
 }  // namespace fhelium::detail

@@ -20,8 +20,9 @@
 #include <system_error>
 #include <typeinfo>
 
-#include "fhelium/cpu/cpu_backend.hpp"
 #include "fhelium/backend/forwarding_backend.hpp"
+#include "fhelium/backend/residue_transfer.hpp"
+#include "fhelium/cpu/cpu_backend.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
 #include "fhelium/engine.hpp"
@@ -479,32 +480,35 @@ class DirectCall {
   explicit DirectCall(Side& side) : DirectCall(side.backend(), *side.prepared, side.context()) {}
 
   PolyArg input(const HostValue& v) {
-    auto buffer = backend_.allocate(v.data.size() * sizeof(u64));
-    backend_.upload(*buffer, v.data.data(), v.data.size() * sizeof(u64));
+    auto buffer = backend_.allocate(v.data.size() * word_bytes());
+    upload_residues(backend_, *buffer, v.data, context_.word_size());
     inputs_.push_back({buffer, &v});
     return {buffer.get(), v.state.components, v.state.limbs(context_)};
   }
 
   PolyArg output(const ValueState& state) {
     const std::size_t words = state.words(context_);
-    const std::vector<u64> poisoned(words + n_, poison);
-    auto buffer = backend_.allocate(poisoned.size() * sizeof(u64));
-    backend_.upload(*buffer, poisoned.data(), poisoned.size() * sizeof(u64));
+    const std::vector<u64> poisoned(words + n_, stored_poison());
+    auto buffer = backend_.allocate(poisoned.size() * word_bytes());
+    upload_residues(backend_, *buffer, poisoned, context_.word_size());
     outputs_.push_back({buffer, state});
     return {buffer.get(), state.components, state.limbs(context_)};
   }
 
   // An input that is also the output (out aliases it), with a guard limb.
   PolyArg in_out(const HostValue& v) {
-    std::vector<u64> words(v.data.size() + n_, poison);
+    std::vector<u64> words(v.data.size() + n_, stored_poison());
     std::copy(v.data.begin(), v.data.end(), words.begin());
-    auto buffer = backend_.allocate(words.size() * sizeof(u64));
-    backend_.upload(*buffer, words.data(), words.size() * sizeof(u64));
+    auto buffer = backend_.allocate(words.size() * word_bytes());
+    upload_residues(backend_, *buffer, words, context_.word_size());
     outputs_.push_back({buffer, v.state});
     return {buffer.get(), v.state.components, v.state.limbs(context_)};
   }
 
   static KeyArg key(const SwitchKey& k) { return {k.buffer.get(), k.digits}; }
+  // The poison as a stored word holds it (all ones in 4 or 8 bytes).
+  u64 stored_poison() const { return word_bytes() == sizeof(u64) ? poison : u64{~u32{0}}; }
+  std::size_t word_bytes() const { return stored_word_bytes(context_.word_size()); }
   const BackendContext& prepared() const { return prepared_; }
   Backend& backend() const { return backend_; }
 
@@ -516,9 +520,9 @@ class DirectCall {
       const auto& [buffer, state] = outputs_[o];
       const std::size_t words = state.words(context_);
       std::vector<u64> all(words + n_);
-      backend_.download(*buffer, all.data(), all.size() * sizeof(u64));
-      const auto guard =
-          std::find_if(all.begin() + static_cast<std::ptrdiff_t>(words), all.end(), [](u64 w) { return w != poison; });
+      download_residues(backend_, *buffer, all, context_.word_size());
+      const auto guard = std::find_if(all.begin() + static_cast<std::ptrdiff_t>(words), all.end(),
+                                      [this](u64 w) { return w != stored_poison(); });
       if (guard != all.end()) {
         problems += "output " + std::to_string(o) + ": wrote past the end (guard word " +
                     std::to_string(guard - all.begin() - static_cast<std::ptrdiff_t>(words)) + " changed); ";
@@ -531,7 +535,7 @@ class DirectCall {
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       const auto& [buffer, original] = inputs_[i];
       std::vector<u64> now(original->data.size());
-      backend_.download(*buffer, now.data(), now.size() * sizeof(u64));
+      download_residues(backend_, *buffer, now, context_.word_size());
       if (now != original->data) problems += "input " + std::to_string(i) + " was modified; ";
     }
     return outs;

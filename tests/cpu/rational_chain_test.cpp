@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/primes.hpp"
 #include "fhelium/serialization.hpp"
 #include "fhelium/sparse_encapsulation.hpp"
@@ -99,18 +100,19 @@ TEST(RationalChain, RescaleIsTheRoundedRatioExactly) {
         in[static_cast<std::size_t>(limb) * n + k] = static_cast<u64>(((x % m) + m) % m);
       }
     }
-    auto in_buffer = backend->allocate(in.size() * 8);
+    const std::size_t word = stored_word_bytes(ctx->word_size());
+    auto in_buffer = backend->allocate(in.size() * word);
     const PolyArg coefficients{in_buffer.get(), 1, in_limbs};
-    auto ntt_buffer = backend->allocate(in.size() * 8);
-    auto out_buffer = backend->allocate(static_cast<std::size_t>(out_limbs) * n * 8);
-    backend->upload(*coefficients.buffer, in.data(), in.size() * 8);
+    auto ntt_buffer = backend->allocate(in.size() * word);
+    auto out_buffer = backend->allocate(static_cast<std::size_t>(out_limbs) * n * word);
+    upload_residues(*backend, *coefficients.buffer, in, ctx->word_size());
     const PolyArg ntt{ntt_buffer.get(), 1, in_limbs};
     const PolyArg out{out_buffer.get(), 1, out_limbs};
     backend->to_ntt(*prepared, ntt, coefficients);
     backend->rescale(*prepared, out, ntt);
     backend->to_coefficient(*prepared, out, out);
     std::vector<u64> got(static_cast<std::size_t>(out_limbs) * n);
-    backend->download(*out.buffer, got.data(), got.size() * 8);
+    download_residues(*backend, *out.buffer, got, ctx->word_size());
     for (int limb = 0; limb < out_limbs; ++limb) {
       const auto m = static_cast<i128>(ctx->level_modulus(level - 1, limb).value);
       for (std::size_t k = 0; k < n; ++k) {

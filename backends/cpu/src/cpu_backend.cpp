@@ -58,57 +58,64 @@ class CpuBackend final : public Backend {
   MemoryUsage memory_usage() const override { return pool_->usage(); }
 
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    binary(bc, out, a, b, add_residues);
+    with_word(bc.context(),
+              [&](auto w) { binary<decltype(w)>(bc, out, a, b, [](auto... args) { add_residues(args...); }); });
   }
 
   void sub(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
-    binary(bc, out, a, b, subtract_residues);
+    with_word(bc.context(),
+              [&](auto w) { binary<decltype(w)>(bc, out, a, b, [](auto... args) { subtract_residues(args...); }); });
   }
 
   void negate(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
-      const u64* x = limb_of(a, n, c, i);
-      u64* o = limb_of(out, n, c, i);
-      for (std::size_t k = 0; k < n; ++k) o[k] = neg_mod(x[k], q);
+    with_word(bc.context(), [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        const W* x = limb_of<W>(a, n, c, i);
+        W* o = limb_of<W>(out, n, c, i);
+        for (std::size_t k = 0; k < n; ++k) o[k] = static_cast<W>(neg_mod(x[k], q));
+      });
     });
   }
 
   void add_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
                     std::span<const std::uint64_t> residues, bool ntt_domain) override {
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
-      const u64* x = limb_of(a, n, c, i);
-      u64* o = limb_of(out, n, c, i);
-      if (o != x) std::memcpy(o, x, n * sizeof(u64));
-      if (c != 0) return;
-      const u64 r = residues[static_cast<std::size_t>(i)];
-      if (ntt_domain) {
-        for (std::size_t k = 0; k < n; ++k) o[k] = add_mod(o[k], r, q);
-      } else {
-        o[0] = add_mod(o[0], r, q);
-      }
+    with_word(bc.context(), [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        const W* x = limb_of<W>(a, n, c, i);
+        W* o = limb_of<W>(out, n, c, i);
+        if (o != x) std::memcpy(o, x, n * sizeof(W));
+        if (c != 0) return;
+        const u64 r = residues[static_cast<std::size_t>(i)];
+        if (ntt_domain) {
+          for (std::size_t k = 0; k < n; ++k) o[k] = static_cast<W>(add_mod(o[k], r, q));
+        } else {
+          o[0] = static_cast<W>(add_mod(o[0], r, q));
+        }
+      });
     });
   }
 
   void multiply_constant(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
                          std::span<const std::uint64_t> residues) override {
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
-      const u64 w = residues[static_cast<std::size_t>(i)];
-      const u64 w_shoup = shoup(w, q);
-      const u64* x = limb_of(a, n, c, i);
-      u64* o = limb_of(out, n, c, i);
-      for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(x[k], w, w_shoup, q);
+    with_word(bc.context(), [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        scale_limb(limb_of<W>(a, n, c, i), limb_of<W>(out, n, c, i), n, residues[static_cast<std::size_t>(i)], q);
+      });
     });
   }
 
   void multiply_plain(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& p) override {
     const Context& ctx = bc.context();
     const int level = level_of(ctx, out);
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
-      const Modulus& q = ctx.level_modulus(level, i);
-      const u64* x = limb_of(a, n, c, i);
-      const u64* y = limb_of(p, n, 0, i);
-      u64* o = limb_of(out, n, c, i);
-      multiply_residues(x, y, o, n, q);
+    with_word(ctx, [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+        multiply_residues(limb_of<W>(a, n, c, i), limb_of<W>(p, n, 0, i), limb_of<W>(out, n, c, i), n,
+                          reducer<W>(ctx.level_modulus(level, i)));
+      });
     });
   }
 
@@ -117,33 +124,40 @@ class CpuBackend final : public Backend {
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
     const int level = level_of(c, out);
-    parallel_for(ctx.threads(), static_cast<std::size_t>(out.limbs), [&](std::size_t l) {
-      const int i = static_cast<int>(l);
-      const Modulus& q = c.level_modulus(level, i);
-      const u64 *a0 = limb_of(a, n, 0, i), *a1 = limb_of(a, n, 1, i);
-      const u64 *b0 = limb_of(b, n, 0, i), *b1 = limb_of(b, n, 1, i);
-      u64 *d0 = limb_of(out, n, 0, i), *d1 = limb_of(out, n, 1, i), *d2 = limb_of(out, n, 2, i);
-      multiply_residues(a0, b0, d0, n, q);
-      multiply_cross(a0, b1, a1, b0, d1, n, q);
-      multiply_residues(a1, b1, d2, n, q);
+    with_word(c, [&](auto word) {
+      using W = decltype(word);
+      parallel_for(ctx.threads(), static_cast<std::size_t>(out.limbs), [&](std::size_t l) {
+        const int i = static_cast<int>(l);
+        const auto q = reducer<W>(c.level_modulus(level, i));
+        const W *a0 = limb_of<W>(a, n, 0, i), *a1 = limb_of<W>(a, n, 1, i);
+        const W *b0 = limb_of<W>(b, n, 0, i), *b1 = limb_of<W>(b, n, 1, i);
+        W *d0 = limb_of<W>(out, n, 0, i), *d1 = limb_of<W>(out, n, 1, i), *d2 = limb_of<W>(out, n, 2, i);
+        multiply_residues(a0, b0, d0, n, q);
+        multiply_cross(a0, b1, a1, b0, d1, n, q);
+        multiply_residues(a1, b1, d2, n, q);
+      });
     });
   }
 
   void to_ntt(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     const Context& ctx = bc.context();
     const int level = level_of(ctx, out);
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
-      u64* o = copy_limb(out, a, n, c, i);
-      ctx.ntt(ctx.key_limb(level, i)).forward(o);
+    with_word(ctx, [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+        ctx.ntt(ctx.key_limb(level, i)).forward(copy_limb<W>(out, a, n, c, i));
+      });
     });
   }
 
   void to_coefficient(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     const Context& ctx = bc.context();
     const int level = level_of(ctx, out);
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
-      u64* o = copy_limb(out, a, n, c, i);
-      ctx.ntt(ctx.key_limb(level, i)).inverse(o);
+    with_word(ctx, [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+        ctx.ntt(ctx.key_limb(level, i)).inverse(copy_limb<W>(out, a, n, c, i));
+      });
     });
   }
 
@@ -152,8 +166,8 @@ class CpuBackend final : public Backend {
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
     const RescaleLevel& rs = c.rescale(level_of(c, a));
-    if (rs.last_inverse.empty()) {
-      rescale_general(ctx, out, a);
+    if (rs.last_inverse.empty() || c.word_size() == WordSize::bits32) {
+      with_word(c, [&](auto word) { rescale_general<decltype(word)>(ctx, out, a); });
       return;
     }
     const int last = out.limbs;  // index of the dropped prime
@@ -187,10 +201,13 @@ class CpuBackend final : public Backend {
     const Context& ctx = bc.context();
     // out's primes are a window of a's: they start `offset` limbs in.
     const int offset = ctx.level_basis(level_of(ctx, out)).first - ctx.level_basis(level_of(ctx, a)).first;
-    for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
-      u64* o = limb_of(out, n, c, i);
-      const u64* x = limb_of(a, n, c, i + offset);
-      if (o != x) std::memmove(o, x, n * sizeof(u64));
+    with_word(ctx, [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64) {
+        W* o = limb_of<W>(out, n, c, i);
+        const W* x = limb_of<W>(a, n, c, i + offset);
+        if (o != x) std::memmove(o, x, n * sizeof(W));
+      });
     });
   }
 
@@ -199,8 +216,12 @@ class CpuBackend final : public Backend {
     const std::size_t n = ctx.context().ring_degree();
     const int level = level_of(ctx.context(), a);
     std::lock_guard lock(ctx.mutex());
-    mod_up_inner_product(ctx, limb_of(a, n, 2, 0), level, key);
-    mod_down_add(ctx, level, limb_of(out, n, 0, 0), limb_of(a, n, 0, 0), limb_of(out, n, 1, 0), limb_of(a, n, 1, 0));
+    with_word(ctx.context(), [&](auto word) {
+      using W = decltype(word);
+      mod_up_inner_product(ctx, limb_of<W>(a, n, 2, 0), level, key);
+      mod_down_add(ctx, level, limb_of<W>(out, n, 0, 0), limb_of<W>(a, n, 0, 0), limb_of<W>(out, n, 1, 0),
+                   limb_of<W>(a, n, 1, 0));
+    });
   }
 
   void rotate(const BackendContext& bc, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
@@ -211,10 +232,13 @@ class CpuBackend final : public Backend {
     const auto& perm = ctx.automorphism(galois_element);
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
-    u64* c0 = ws.rotated.data();
-    apply_automorphism(ctx, perm, a, 0, c0);
-    mod_up_inner_product(ctx, limb_of(a, n, 1, 0), level, key, galois_element, perm.data());
-    mod_down_add(ctx, level, limb_of(out, n, 0, 0), c0, limb_of(out, n, 1, 0), nullptr);
+    with_word(ctx.context(), [&](auto word) {
+      using W = decltype(word);
+      W* c0 = scratch<W>(ws.rotated);
+      apply_automorphism(ctx, perm, a, 0, c0);
+      mod_up_inner_product(ctx, limb_of<W>(a, n, 1, 0), level, key, galois_element, perm.data());
+      mod_down_add(ctx, level, limb_of<W>(out, n, 0, 0), c0, limb_of<W>(out, n, 1, 0), static_cast<const W*>(nullptr));
+    });
   }
 
   void rotate_hoisted(const BackendContext& bc, std::span<const PolyArg> outs, const PolyArg& a,
@@ -226,13 +250,17 @@ class CpuBackend final : public Backend {
     for (auto g : galois_elements) perms.push_back(&ctx.automorphism(g));
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
-    mod_up(ctx, limb_of(a, n, 1, 0), level);
-    for (std::size_t r = 0; r < outs.size(); ++r) {
-      u64* c0 = ws.rotated.data();
-      apply_automorphism(ctx, *perms[r], a, 0, c0);
-      inner_product(ctx, level, keys[r], perms[r]->data());
-      mod_down_add(ctx, level, limb_of(outs[r], n, 0, 0), c0, limb_of(outs[r], n, 1, 0), nullptr);
-    }
+    with_word(ctx.context(), [&](auto word) {
+      using W = decltype(word);
+      mod_up(ctx, limb_of<W>(a, n, 1, 0), level);
+      for (std::size_t r = 0; r < outs.size(); ++r) {
+        W* c0 = scratch<W>(ws.rotated);
+        apply_automorphism(ctx, *perms[r], a, 0, c0);
+        inner_product<W>(ctx, level, keys[r], perms[r]->data());
+        mod_down_add(ctx, level, limb_of<W>(outs[r], n, 0, 0), c0, limb_of<W>(outs[r], n, 1, 0),
+                     static_cast<const W*>(nullptr));
+      }
+    });
   }
 
  private:
@@ -267,9 +295,18 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // out[k] = x[k] w mod q (Shoup's product in the words' own width).
+  template <class W>
+  static void scale_limb(const W* x, W* out, std::size_t n, u64 w, u64 q) {
+    const auto ww = static_cast<W>(w), qq = static_cast<W>(q);
+    const W w_shoup = shoup(ww, qq);
+    for (std::size_t k = 0; k < n; ++k) out[k] = mul_shoup(x[k], ww, w_shoup, qq);
+  }
+
   // Rescale by several primes (the 32-bit family's rational chain):
   // out = (x A - [x A]_D) / D on level l - 1's primes, [x A]_D the centered
   // lift of the dropped limbs times A; x A is 0 modulo an added prime.
+  template <class W>
   static void rescale_general(const CpuContext& ctx, const PolyArg& out, const PolyArg& a) {
     const Context& c = ctx.context();
     const std::size_t n = c.ring_degree();
@@ -281,65 +318,62 @@ class CpuBackend final : public Backend {
     std::lock_guard lock(ctx.mutex());
     KeySwitchWorkspace& ws = ctx.workspace();
     for (int comp = 0; comp < out.components; ++comp) {
-      u64* lifted = ws.accumulators.data();  // the dropped limbs, coefficient domain, times A
+      W* lifted = scratch<W>(ws.accumulators);  // the dropped limbs, coefficient domain, times A
       parallel_for(ctx.threads(), dropped, [&](std::size_t d) {
         const int limb = rs.dropped[d];
-        const Modulus& q = c.level_modulus(from, limb);
-        u64* t = lifted + d * n;
-        std::memcpy(t, limb_of(a, n, comp, limb), n * sizeof(u64));
+        W* t = lifted + d * n;
+        std::memcpy(t, limb_of<W>(a, n, comp, limb), n * sizeof(W));
         c.ntt(c.key_limb(from, limb)).inverse(t);
-        const u64 w = rs.added_mod_dropped[d];
-        const u64 w_shoup = shoup(w, q.value);
-        for (std::size_t k = 0; k < n; ++k) t[k] = mul_shoup(t[k], w, w_shoup, q.value);
+        scale_limb(t, t, n, rs.added_mod_dropped[d], c.level_modulus(from, limb).value);
       });
-      u64* converted = ws.converted.data();
+      W* converted = scratch<W>(ws.converted);
       rs.from_dropped->convert(lifted, converted, n, 0, n);
       parallel_for(ctx.threads(), limbs, [&](std::size_t i) {
-        const Modulus& q = c.level_modulus(to, static_cast<int>(i));
-        u64* conv = converted + i * n;
+        const u64 q = c.level_modulus(to, static_cast<int>(i)).value;
+        W* conv = converted + i * n;
         c.ntt(c.key_limb(to, static_cast<int>(i))).forward(conv);
-        u64* o = limb_of(out, n, comp, static_cast<int>(i));
+        W* o = limb_of<W>(out, n, comp, static_cast<int>(i));
         const int source = rs.source[i];
         if (source < 0) {  // an added prime: x A = 0 here
-          std::memset(o, 0, n * sizeof(u64));
+          std::memset(o, 0, n * sizeof(W));
         } else {
-          const u64 w = rs.added_mod_out[i];
-          const u64 w_shoup = shoup(w, q.value);
-          const u64* x = limb_of(a, n, comp, source);
-          for (std::size_t k = 0; k < n; ++k) o[k] = mul_shoup(x[k], w, w_shoup, q.value);
+          scale_limb(limb_of<W>(a, n, comp, source), o, n, rs.added_mod_out[i], q);
         }
-        multiply_difference(o, conv, o, n, rs.dropped_inverse[i], rs.dropped_inverse_shoup[i], q.value);
+        const auto inverse = static_cast<W>(rs.dropped_inverse[i]);
+        multiply_difference(o, conv, o, n, inverse, shoup(inverse, static_cast<W>(q)), static_cast<W>(q));
       });
     }
   }
 
   // op(x, y, out, n, q) on every limb; components of a beyond b's are copied.
-  template <class Op>
+  template <class W, class Op>
   static void binary(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b, Op op) {
     for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
-      const u64* x = limb_of(a, n, c, i);
-      u64* o = limb_of(out, n, c, i);
+      const W* x = limb_of<W>(a, n, c, i);
+      W* o = limb_of<W>(out, n, c, i);
       if (c >= b.components) {
-        if (o != x) std::memcpy(o, x, n * sizeof(u64));
+        if (o != x) std::memcpy(o, x, n * sizeof(W));
         return;
       }
-      op(x, limb_of(b, n, c, i), o, n, q);
+      op(x, limb_of<W>(b, n, c, i), o, n, static_cast<W>(q));
     });
   }
 
-  static u64* copy_limb(const PolyArg& out, const PolyArg& a, std::size_t n, int c, int i) {
-    u64* o = limb_of(out, n, c, i);
-    const u64* x = limb_of(a, n, c, i);
-    if (o != x) std::memcpy(o, x, n * sizeof(u64));
+  template <class W>
+  static W* copy_limb(const PolyArg& out, const PolyArg& a, std::size_t n, int c, int i) {
+    W* o = limb_of<W>(out, n, c, i);
+    const W* x = limb_of<W>(a, n, c, i);
+    if (o != x) std::memcpy(o, x, n * sizeof(W));
     return o;
   }
 
+  template <class W>
   static void apply_automorphism(const CpuContext& ctx, const std::vector<std::uint32_t>& perm, const PolyArg& a,
-                                 int component, u64* out) {
+                                 int component, W* out) {
     const std::size_t n = ctx.context().ring_degree();
     parallel_for(ctx.threads(), static_cast<std::size_t>(a.limbs), [&](std::size_t i) {
-      const u64* x = limb_of(a, n, component, static_cast<int>(i));
-      u64* o = out + i * n;
+      const W* x = limb_of<W>(a, n, component, static_cast<int>(i));
+      W* o = out + i * n;
       for (std::size_t k = 0; k < n; ++k) o[k] = x[perm[k]];
     });
   }

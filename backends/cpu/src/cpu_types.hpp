@@ -79,12 +79,48 @@ class CpuContext final : public BackendContext {
   mutable std::unique_ptr<KeySwitchWorkspace> workspace_;
 };
 
-inline u64* words(const PolyArg& p) { return static_cast<CpuBuffer*>(p.buffer)->data(); }
-inline const u64* words(const KeyArg& k) { return static_cast<const CpuBuffer*>(k.buffer)->data(); }
+// A buffer's residues as words W: u64, or u32 for the 32-bit family (the
+// context's word size, stored_word_bytes).
+template <class W = u64>
+W* words(const PolyArg& p) {
+  return reinterpret_cast<W*>(static_cast<CpuBuffer*>(p.buffer)->data());
+}
+template <class W = u64>
+const W* words(const KeyArg& k) {
+  return reinterpret_cast<const W*>(static_cast<const CpuBuffer*>(k.buffer)->data());
+}
 
-inline u64* limb_of(const PolyArg& p, std::size_t n, int component, int limb) {
-  return words(p) + (static_cast<std::size_t>(component) * static_cast<std::size_t>(p.limbs) +
-                     static_cast<std::size_t>(limb)) * n;
+template <class W = u64>
+W* limb_of(const PolyArg& p, std::size_t n, int component, int limb) {
+  return words<W>(p) +
+         (static_cast<std::size_t>(component) * static_cast<std::size_t>(p.limbs) + static_cast<std::size_t>(limb)) * n;
+}
+
+// Scratch words of the workspace (sized in 64-bit words, enough for either).
+template <class W>
+W* scratch(std::vector<u64>& v) {
+  return reinterpret_cast<W*>(v.data());
+}
+
+// The reduction constants a loop over words W takes: the Barrett Modulus for
+// 64-bit words, NarrowModulus for 32-bit ones.
+template <class W>
+auto reducer(const Modulus& q) {
+  if constexpr (sizeof(W) == 8) {
+    return q;
+  } else {
+    return NarrowModulus(q.value);
+  }
+}
+
+// Calls body(W{}) with the context's stored word.
+template <class Body>
+void with_word(const Context& c, const Body& body) {
+  if (c.word_size() == WordSize::bits32) {
+    body(u32{});
+  } else {
+    body(u64{});
+  }
 }
 
 }  // namespace fhelium::cpu

@@ -77,6 +77,42 @@ void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const
   }
 }
 
+// The same sums in 32-bit words: products of residues below 2^31 are added
+// in 64-bit words and folded every third digit (below 2^64).
+template <class Index>
+void multiply_accumulate(std::size_t n, int digits, const u32* const* ext, const u32* const* kb, const u32* const* ka,
+                         const NarrowModulus& q, u32* acc0, u32* acc1, Index index) {
+  constexpr std::size_t block = 512;
+  u64 sum0[block];
+  u64 sum1[block];
+  for (std::size_t k0 = 0; k0 < n; k0 += block) {
+    const std::size_t len = std::min(block, n - k0);
+    std::fill_n(sum0, len, u64{0});
+    std::fill_n(sum1, len, u64{0});
+    for (int j = 0; j < digits; ++j) {
+      const auto d = static_cast<std::size_t>(j);
+      const u32* e = ext[d];
+      const u32* b = kb[d] + k0;
+      const u32* a = ka[d] + k0;
+      for (std::size_t k = 0; k < len; ++k) {
+        const u64 x = e[index(k0 + k)];
+        sum0[k] += x * b[k];
+        sum1[k] += x * a[k];
+      }
+      if (j % 3 == 2 && j + 1 < digits) {
+        for (std::size_t k = 0; k < len; ++k) {
+          sum0[k] = reduce_narrow(sum0[k], q);
+          sum1[k] = reduce_narrow(sum1[k], q);
+        }
+      }
+    }
+    for (std::size_t k = 0; k < len; ++k) {
+      acc0[k0 + k] = reduce_narrow(sum0[k], q);
+      acc1[k0 + k] = reduce_narrow(sum1[k], q);
+    }
+  }
+}
+
 // out = in(X^g) for one limb in the coefficient domain: coefficient i moves
 // to i g mod 2N, negated when that is N or more (X^N = -1).
 void apply_galois_to_coefficients(const u64* in, u64* out, std::size_t n, std::uint32_t galois_element, u64 q) {
@@ -136,7 +172,8 @@ std::vector<std::vector<int>> assign_slots(const Context& c, int level, int thre
   return lists;
 }
 
-void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, const u64* in, u64* out) {
+template <class W>
+void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, const W* in, W* out) {
   const std::size_t n = ctx.context().ring_degree();
   const std::size_t chunks = (n + conversion_chunk - 1) / conversion_chunk;
   parallel_for(ctx.threads(), chunks, [&](std::size_t c) {
@@ -145,36 +182,43 @@ void convert_parallel(const CpuContext& ctx, const BasisConverter& converter, co
 }
 
 // The level's Q limbs of d in the coefficient domain, in the workspace.
-u64* to_coefficients(const CpuContext& ctx, const u64* d, int level) {
+template <class W>
+W* to_coefficients(const CpuContext& ctx, const W* d, int level) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
-  u64* coefficients = ctx.workspace().coefficients.data();
+  W* coefficients = scratch<W>(ctx.workspace().coefficients);
   parallel_for(ctx.threads(), static_cast<std::size_t>(q_limbs_of(c, level)), [&](std::size_t i) {
-    std::memcpy(coefficients + i * n, d + i * n, n * sizeof(u64));
+    std::memcpy(coefficients + i * n, d + i * n, n * sizeof(W));
     c.ntt(c.key_limb(level, static_cast<int>(i))).inverse(coefficients + i * n);
   });
   return coefficients;
 }
 
+// The fused ModUp and inner product (64-bit words, one prime per digit).
+void mod_up_inner_product_fused(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
+                                std::uint32_t galois_element, const std::uint32_t* perm);
+
 }  // namespace
 
-void mod_up(const CpuContext& ctx, const u64* d, int level) {
+template <class W>
+void mod_up(const CpuContext& ctx, const W* d, int level) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
   const int slots = q_limbs_of(c, level) + specials;
   const KeySwitchLevel& ks = c.key_switch(level);
   KeySwitchWorkspace& ws = ctx.workspace();
-  u64* coefficients = to_coefficients(ctx, d, level);
+  W* coefficients = to_coefficients(ctx, d, level);
+  W* extended = scratch<W>(ws.extended);
 
   for (int j = 0; j < ks.digits; ++j) {
     const DigitRange r = digit_range(c, level, j);
-    u64* digit = ws.extended.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) * n;
+    W* digit = extended + static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) * n;
     convert_parallel(ctx, ks.mod_up[static_cast<std::size_t>(j)], coefficients + static_cast<std::size_t>(r.begin) * n,
                      digit);
     const int own = r.end - r.begin;
     std::memcpy(digit + static_cast<std::size_t>(slots - own) * n, d + static_cast<std::size_t>(r.begin) * n,
-                static_cast<std::size_t>(own) * n * sizeof(u64));
+                static_cast<std::size_t>(own) * n * sizeof(W));
   }
 
   // Forward NTT of every converted limb, all digits at once.
@@ -187,24 +231,36 @@ void mod_up(const CpuContext& ctx, const u64* d, int level) {
                  const int own = r.end - r.begin;
                  if (t >= slots - own) return;
                  const int slot = t < r.begin ? t : t + own;
-                 u64* limb = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) +
-                                                   static_cast<std::size_t>(t)) * n;
+                 W* limb =
+                     extended +
+                     (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + static_cast<std::size_t>(t)) * n;
                  c.ntt(c.key_limb(level, slot)).forward(limb);
                });
 }
 
-void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
-                          std::uint32_t galois_element, const std::uint32_t* perm) {
+template <class W>
+void mod_up_inner_product(const CpuContext& ctx, const W* d, int level, const KeyArg& key, std::uint32_t galois_element,
+                          const std::uint32_t* perm) {
   const Context& c = ctx.context();
-  const std::size_t n = c.ring_degree();
   // Fused only where it wins: one prime per digit (a digit of several primes
   // would redo its scaled residues per target) and a slot's 128-bit sums
   // within L2 (2 x 2^14 x 16 bytes); elsewhere the digits are stored.
-  if (c.digit_size() != 1 || n > (std::size_t{1} << 14)) {
-    mod_up(ctx, d, level);
-    inner_product(ctx, level, key, perm);
-    return;
+  if constexpr (sizeof(W) == 8) {
+    if (c.digit_size() == 1 && c.ring_degree() <= (std::size_t{1} << 14)) {
+      mod_up_inner_product_fused(ctx, d, level, key, galois_element, perm);
+      return;
+    }
   }
+  mod_up(ctx, d, level);
+  inner_product<W>(ctx, level, key, perm);
+}
+
+namespace {
+
+void mod_up_inner_product_fused(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
+                                std::uint32_t galois_element, const std::uint32_t* perm) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
   const int slots = q_limbs_of(c, level) + c.special_count();
   const KeySwitchLevel& ks = c.key_switch(level);
   const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
@@ -267,6 +323,9 @@ void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const 
   });
 }
 
+}  // namespace
+
+template <class W>
 void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
@@ -275,20 +334,22 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
   const int digits = c.key_switch(level).digits;
   const std::size_t key_limbs = static_cast<std::size_t>(c.key_limbs());
   KeySwitchWorkspace& ws = ctx.workspace();
-  const u64* key_words = words(key);
+  const W* key_words = words<W>(key);
+  const W* extended = scratch<W>(ws.extended);
+  W* accumulators = scratch<W>(ws.accumulators);
 
   parallel_for(ctx.threads(), static_cast<std::size_t>(slots), [&](std::size_t s) {
     const int slot = static_cast<int>(s);
     const auto key_limb = static_cast<std::size_t>(c.key_limb(level, slot));
-    const Modulus& q = c.key_modulus(static_cast<int>(key_limb));
-    u64* acc0 = ws.accumulators.data() + s * n;
-    u64* acc1 = ws.accumulators.data() + (static_cast<std::size_t>(slots) + s) * n;
-    std::vector<const u64*> ext(static_cast<std::size_t>(digits)), kb(ext.size()), ka(ext.size());
+    const auto q = reducer<W>(c.key_modulus(static_cast<int>(key_limb)));
+    W* acc0 = accumulators + s * n;
+    W* acc1 = accumulators + (static_cast<std::size_t>(slots) + s) * n;
+    std::vector<const W*> ext(static_cast<std::size_t>(digits)), kb(ext.size()), ka(ext.size());
     for (int j = 0; j < digits; ++j) {
       const auto pos =
           static_cast<std::size_t>(position_in_digit(slot, digit_range(c, level, j), q_limbs_of(c, level), specials));
       const auto d = static_cast<std::size_t>(j);
-      ext[d] = ws.extended.data() + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + pos) * n;
+      ext[d] = extended + (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + pos) * n;
       kb[d] = key_words + (key_digit(c, level, j) * 2 * key_limbs + key_limb) * n;
       ka[d] = kb[d] + key_limbs * n;
     }
@@ -300,7 +361,8 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
   });
 }
 
-void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, u64* out1, const u64* add1) {
+template <class W>
+void mod_down_add(const CpuContext& ctx, int level, W* out0, const W* add0, W* out1, const W* add1) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
@@ -311,9 +373,9 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
   // Both accumulators at once, so two threads always have work: the P limbs
   // to coefficients, P -> Q_l, then NTT and (acc - conv) P^-1 (+ add).
   const auto q_limbs = static_cast<std::size_t>(q_limbs_of(c, level));
-  const auto accumulator = [&](std::size_t poly) {
-    return ws.accumulators.data() + poly * static_cast<std::size_t>(slots) * n;
-  };
+  W* accumulators = scratch<W>(ws.accumulators);
+  W* converted = scratch<W>(ws.converted);
+  const auto accumulator = [&](std::size_t poly) { return accumulators + poly * static_cast<std::size_t>(slots) * n; };
   const auto p_limbs = static_cast<std::size_t>(specials);
   parallel_for(ctx.threads(), 2 * p_limbs, [&](std::size_t index) {
     const std::size_t poly = index / p_limbs;
@@ -321,18 +383,30 @@ void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, 
     c.ntt(c.q_count() + static_cast<int>(k)).inverse(accumulator(poly) + (q_limbs + k) * n);
   });
   for (std::size_t poly = 0; poly < 2; ++poly) {
-    convert_parallel(ctx, ks.mod_down, accumulator(poly) + q_limbs * n, ws.converted.data() + poly * q_limbs * n);
+    convert_parallel(ctx, ks.mod_down, accumulator(poly) + q_limbs * n, converted + poly * q_limbs * n);
   }
   parallel_for(ctx.threads(), 2 * q_limbs, [&](std::size_t index) {
     const std::size_t poly = index / q_limbs;
     const std::size_t i = index % q_limbs;
-    u64* conv = ws.converted.data() + (poly * q_limbs + i) * n;
+    W* conv = converted + (poly * q_limbs + i) * n;
     c.ntt(c.key_limb(level, static_cast<int>(i))).forward(conv);
-    const u64* add = poly == 0 ? add0 : add1;
-    multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n, ks.p_inverse[i],
-                        ks.p_inverse_shoup[i], c.level_modulus(level, static_cast<int>(i)).value,
-                        add ? add + i * n : nullptr);
+    const W* add = poly == 0 ? add0 : add1;
+    const auto q = static_cast<W>(c.level_modulus(level, static_cast<int>(i)).value);
+    const auto p_inverse = static_cast<W>(ks.p_inverse[i]);
+    multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n, p_inverse,
+                        shoup(p_inverse, q), q, add ? add + i * n : nullptr);
   });
 }
+
+template void mod_up(const CpuContext&, const u64*, int);
+template void mod_up(const CpuContext&, const u32*, int);
+template void mod_up_inner_product(const CpuContext&, const u64*, int, const KeyArg&, std::uint32_t,
+                                   const std::uint32_t*);
+template void mod_up_inner_product(const CpuContext&, const u32*, int, const KeyArg&, std::uint32_t,
+                                   const std::uint32_t*);
+template void inner_product<u64>(const CpuContext&, int, const KeyArg&, const std::uint32_t*);
+template void inner_product<u32>(const CpuContext&, int, const KeyArg&, const std::uint32_t*);
+template void mod_down_add(const CpuContext&, int, u64*, const u64*, u64*, const u64*);
+template void mod_down_add(const CpuContext&, int, u32*, const u32*, u32*, const u32*);
 
 }  // namespace fhelium::cpu

@@ -7,11 +7,15 @@
 
 namespace fhelium::cpu {
 
+// W: the stored word (u64, or u32 for the 32-bit family); every function is
+// instantiated for both.
+
 // Extends d (NTT domain, the level's Q limbs) digit by digit to Q_level and P;
 // the result stays in the context's workspace (all digits).
-void mod_up(const CpuContext& ctx, const u64* d, int level);
+template <class W>
+void mod_up(const CpuContext& ctx, const W* d, int level);
 
-// mod_up then inner_product. With one prime per digit and N <= 2^14 the
+// mod_up then inner_product. With 64-bit words, one prime per digit and N <= 2^14 the
 // extended digits are never stored: one key slot at a time, each digit's limb
 // is converted, transformed and multiplied into the slot's 128-bit sums while
 // it is in cache.
@@ -19,15 +23,18 @@ void mod_up(const CpuContext& ctx, const u64* d, int level);
 // the product is that of d's automorphism: ModUp commutes with it, so d's
 // coefficients are rotated once (fused path) or the extended digits are read
 // through perm (stored digits); d itself is never permuted.
-void mod_up_inner_product(const CpuContext& ctx, const u64* d, int level, const KeyArg& key,
+template <class W>
+void mod_up_inner_product(const CpuContext& ctx, const W* d, int level, const KeyArg& key,
                           std::uint32_t galois_element = 0, const std::uint32_t* perm = nullptr);
 
 // Workspace accumulators = sum over digits of extended_j (read through
 // `perm`, an NTT-order automorphism, when not null) times the key's digit j.
+template <class W>
 void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm);
 
 // out_c = ModDown(accumulator_c) + add_c (add_c may be null), c = 0, 1;
 // out and add have the level's Q limbs.
-void mod_down_add(const CpuContext& ctx, int level, u64* out0, const u64* add0, u64* out1, const u64* add1);
+template <class W>
+void mod_down_add(const CpuContext& ctx, int level, W* out0, const W* add0, W* out1, const W* add1);
 
 }  // namespace fhelium::cpu

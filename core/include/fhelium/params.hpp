@@ -16,10 +16,10 @@ namespace fhelium {
 // some and may add a terminal prime, dividing by their ratio (about the scale).
 enum class WordSize : std::uint8_t { bits32 = 32, bits64 = 64 };
 
-// Bytes a backend stores per residue. Both families are held in 64-bit words
-// today: the packed 4-byte layout of the 32-bit family comes with its 32-bit
-// kernels.
-inline std::size_t stored_word_bytes(WordSize) { return 8; }
+// Bytes a backend stores per residue: the 32-bit family packs its residues
+// in 4-byte words (half the memory and traffic); the host holds both in
+// 64-bit words (fhelium/backend/residue_transfer.hpp).
+inline std::size_t stored_word_bytes(WordSize word_size) { return word_size == WordSize::bits32 ? 4 : 8; }
 
 struct CkksParameters {
   int log_ring_degree = 14;

@@ -35,4 +35,14 @@ void multiply_residues(const u64* x, const u64* y, u64* out, std::size_t n, cons
 void multiply_cross(const u64* a0, const u64* b1, const u64* a1, const u64* b0, u64* out, std::size_t n,
                     const Modulus& q);
 
+// The same loops in 32-bit words (the 32-bit family's packed residues,
+// primes below 2^31); the results equal the 64-bit loops' on the same values.
+void add_residues(const u32* x, const u32* y, u32* out, std::size_t n, u32 q);
+void subtract_residues(const u32* x, const u32* y, u32* out, std::size_t n, u32 q);
+void multiply_residues(const u32* x, const u32* y, u32* out, std::size_t n, const NarrowModulus& q);
+void multiply_cross(const u32* a0, const u32* b1, const u32* a1, const u32* b0, u32* out, std::size_t n,
+                    const NarrowModulus& q);
+void multiply_difference(const u32* x, const u32* y, u32* out, std::size_t n, u32 w, u32 w_shoup, u32 q,
+                         const u32* add = nullptr);
+
 }  // namespace fhelium

@@ -26,6 +26,10 @@ class NttTable {
   // lanes), below 2^44 the double-precision one (with FMA).
   void forward(u64* values) const;
   void inverse(u64* values) const;
+  // The same in 32-bit words (the 32-bit family's packed residues), for
+  // primes below 2^31 only (else InvalidArgumentError).
+  void forward(u32* values) const;
+  void inverse(u32* values) const;
   // The portable path (bit-identical; tests compare the two).
   void forward_scalar(u64* values) const;
   void inverse_scalar(u64* values) const;
@@ -43,6 +47,8 @@ class NttTable {
   u64 inverse_n_shoup() const { return inv_n_shoup_; }
 
  private:
+  const NttTable32& narrow_table() const;
+
   std::uint64_t n_;
   int log_n_;
   Modulus modulus_;
@@ -52,8 +58,10 @@ class NttTable {
   // The roots as doubles, for the floating-point path (primes below 2^44 on
   // CPUs with AVX2 and FMA); empty otherwise.
   std::vector<double> roots_double_, inv_roots_double_;
-  // The 32-bit transform of a prime below 2^31 (AVX2 and N >= 64); null otherwise.
+  // The 32-bit transform of a prime below 2^31; null otherwise. The 64-bit
+  // calls go through it where it has AVX2 (N >= 64).
   std::shared_ptr<const NttTable32> narrow_;
+  bool narrow_for_wide_words_ = false;
 };
 
 std::uint32_t bit_reverse(std::uint32_t x, int bits);

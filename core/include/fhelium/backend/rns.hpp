@@ -35,6 +35,12 @@ class BasisConverter {
   void convert_one(const u64* in, u64* out, std::size_t n, std::size_t target, std::size_t begin,
                    std::size_t end) const;
 
+  // The same in 32-bit words, for bases of primes below 2^31 only (else
+  // InvalidArgumentError).
+  void convert(const u32* in, u32* out, std::size_t n, std::size_t begin, std::size_t end) const;
+  void convert_one(const u32* in, u32* out, std::size_t n, std::size_t target, std::size_t begin,
+                   std::size_t end) const;
+
   // convert() on the portable path only (bit-identical; tests compare the two).
   void convert_scalar(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const;
 
@@ -55,8 +61,9 @@ class BasisConverter {
   };
   // Targets [first_target, end_target) into consecutive limbs of out; AVX2
   // where `vector` and the CPU has it.
-  void convert_narrow(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end,
-                      std::size_t first_target, std::size_t end_target, bool vector) const;
+  template <class W>
+  void convert_narrow(const W* in, W* out, std::size_t n, std::size_t begin, std::size_t end, std::size_t first_target,
+                      std::size_t end_target, bool vector) const;
 
   // y_i = [x_i (A/a_i)^-1]_{a_i} of coefficient k, and the overflow count v.
   u64 scaled_residues(const u64* in, std::size_t n, std::size_t k, u64* y) const;
