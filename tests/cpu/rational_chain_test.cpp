@@ -198,6 +198,10 @@ TEST(RationalChain, ParametersValuesAndKeysRoundTrip) {
   save_ciphertext(bytes, ctx, seeded);
   const HostValue back = load_ciphertext(bytes, ctx);
   EXPECT_EQ(back.data, seeded.value.data);
+  // Straight into the backend's 4-byte words, and back out.
+  std::stringstream again;
+  save_ciphertext(again, ctx, seeded);
+  EXPECT_EQ(f.engine.download(load_ciphertext(again, f.engine)).data, seeded.value.data);
   std::stringstream key_bytes;
   save_relinearization_key(key_bytes, ctx, f.keygen.relinearization_key(f.sk));
   const RelinKey rk = load_relinearization_key(key_bytes, f.engine);
