@@ -1,7 +1,10 @@
 // The limb loops in 32-bit words. Each is written once as plain C++ and
 // compiled twice, portable and for AVX2 (eight lanes, vectorized by the
 // compiler); integer arithmetic, so both give the same residues.
+#include <algorithm>
+
 #include "fhelium/backend/limb_kernels.hpp"
+#include "limb_kernels32.hpp"
 #include "ntt_kernels.hpp"
 
 namespace fhelium {
@@ -81,6 +84,48 @@ void multiply_cross(const u32* a0, const u32* b1, const u32* a1, const u32* b0, 
 void multiply_difference(const u32* x, const u32* y, u32* out, std::size_t n, u32 w, u32 w_shoup, u32 q,
                          const u32* add) {
   (detail::cpu_has_avx2() ? difference_loop_avx2 : difference_loop_portable)(x, y, out, n, w, w_shoup, q, add);
+}
+
+// Products of residues below 2^31 are added in 64-bit words and folded every
+// third digit (three stay below 2^64).
+void multiply_accumulate(const u32* const* x, const u32* const* kb, const u32* const* ka, int digits,
+                         const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0, u32* acc1) {
+  if (detail::cpu_has_avx2() && n % 8 == 0) {
+    detail::multiply_accumulate_avx2(x, kb, ka, digits, perm, n, q, acc0, acc1);
+  } else {
+    multiply_accumulate_scalar(x, kb, ka, digits, perm, n, q, acc0, acc1);
+  }
+}
+
+void multiply_accumulate_scalar(const u32* const* x, const u32* const* kb, const u32* const* ka, int digits,
+                                const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0,
+                                u32* acc1) {
+  constexpr std::size_t block = 512;
+  u64 sum0[block];
+  u64 sum1[block];
+  for (std::size_t k0 = 0; k0 < n; k0 += block) {
+    const std::size_t len = std::min(block, n - k0);
+    std::fill_n(sum0, len, u64{0});
+    std::fill_n(sum1, len, u64{0});
+    for (int j = 0; j < digits; ++j) {
+      const auto d = static_cast<std::size_t>(j);
+      for (std::size_t k = 0; k < len; ++k) {
+        const u64 e = x[d][perm ? perm[k0 + k] : k0 + k];
+        sum0[k] += e * kb[d][k0 + k];
+        sum1[k] += e * ka[d][k0 + k];
+      }
+      if (j % 3 == 2 && j + 1 < digits) {
+        for (std::size_t k = 0; k < len; ++k) {
+          sum0[k] = reduce_narrow(sum0[k], q);
+          sum1[k] = reduce_narrow(sum1[k], q);
+        }
+      }
+    }
+    for (std::size_t k = 0; k < len; ++k) {
+      acc0[k0 + k] = reduce_narrow(sum0[k], q);
+      acc1[k0 + k] = reduce_narrow(sum1[k], q);
+    }
+  }
 }
 
 }  // namespace fhelium

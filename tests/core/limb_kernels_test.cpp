@@ -130,5 +130,79 @@ TEST(LimbKernelsTest, LiftCenteredMatchesSignedReference) {
   }
 }
 
+// The 32-bit loops against the same references, for primes of 20 to 31 bits.
+std::vector<u32> narrowed(const std::vector<u64>& v) { return {v.begin(), v.end()}; }
+
+TEST(LimbKernelsTest, The32BitLoopsMatchReference) {
+  std::mt19937_64 rng(21);
+  for (int bits = 20; bits <= 31; ++bits) {
+    const u64 q = generate_ntt_primes({bits}, 1024)[0];
+    const NarrowModulus m(q);
+    const auto x64 = residues(rng, q);
+    auto y64 = residues(rng, q);
+    std::reverse(y64.begin(), y64.end());
+    const auto z64 = residues(rng, q);
+    const auto x = narrowed(x64), y = narrowed(y64), z = narrowed(z64);
+    std::vector<u32> sum(length), difference(length), product(length), cross(length), scaled(length);
+    add_residues(x.data(), y.data(), sum.data(), length, static_cast<u32>(q));
+    subtract_residues(x.data(), y.data(), difference.data(), length, static_cast<u32>(q));
+    multiply_residues(x.data(), y.data(), product.data(), length, m);
+    multiply_cross(x.data(), y.data(), z.data(), x.data(), cross.data(), length, m);
+    const auto w = static_cast<u32>(rng() % q);
+    multiply_difference(x.data(), y.data(), scaled.data(), length, w, shoup(w, static_cast<u32>(q)),
+                        static_cast<u32>(q), z.data());
+    for (std::size_t k = 0; k < length; ++k) {
+      ASSERT_EQ(sum[k], (x64[k] + y64[k]) % q) << k << " mod " << q;
+      ASSERT_EQ(difference[k], (x64[k] + q - y64[k]) % q) << k << " mod " << q;
+      ASSERT_EQ(product[k], reference_product(x64[k], y64[k], q)) << k << " mod " << q;
+      ASSERT_EQ(cross[k], (reference_product(x64[k], y64[k], q) + reference_product(z64[k], x64[k], q)) % q) << k;
+      ASSERT_EQ(scaled[k], (reference_product((x64[k] + q - y64[k]) % q, w, q) + z64[k]) % q) << k;
+    }
+  }
+}
+
+TEST(LimbKernelsTest, The32BitInnerProductMatchesReferenceWithAndWithoutPermutation) {
+  std::mt19937_64 rng(22);
+  const std::size_t n = 2048;
+  for (int bits : {20, 30, 31}) {
+    const u64 q = generate_ntt_primes({bits}, n)[0];
+    const NarrowModulus m(q);
+    for (int digits : {1, 2, 3, 4, 7}) {
+      std::vector<std::vector<u32>> xs, bs, as;
+      std::vector<const u32*> x, b, a;
+      for (int j = 0; j < digits; ++j) {
+        for (auto* v : {&xs, &bs, &as}) {
+          v->emplace_back(n);
+          for (auto& r : v->back()) r = static_cast<u32>(rng() % q);
+          v->back()[0] = static_cast<u32>(q - 1);  // the largest products
+        }
+        x.push_back(xs.back().data());
+        b.push_back(bs.back().data());
+        a.push_back(as.back().data());
+      }
+      std::vector<std::uint32_t> perm(n);
+      for (std::size_t k = 0; k < n; ++k) perm[k] = static_cast<std::uint32_t>((k * 5 + 3) % n);
+      const std::uint32_t* identity = nullptr;
+      for (const std::uint32_t* p : {identity, static_cast<const std::uint32_t*>(perm.data())}) {
+        std::vector<u32> acc0(n), acc1(n), scalar0(n), scalar1(n);
+        multiply_accumulate(x.data(), b.data(), a.data(), digits, p, n, m, acc0.data(), acc1.data());
+        multiply_accumulate_scalar(x.data(), b.data(), a.data(), digits, p, n, m, scalar0.data(), scalar1.data());
+        ASSERT_EQ(acc0, scalar0) << "vector against scalar, " << digits << " digits";
+        ASSERT_EQ(acc1, scalar1) << "vector against scalar, " << digits << " digits";
+        for (std::size_t k = 0; k < n; ++k) {
+          u128 sum0 = 0, sum1 = 0;
+          for (int j = 0; j < digits; ++j) {
+            const u64 e = x[static_cast<std::size_t>(j)][p ? p[k] : k];
+            sum0 += static_cast<u128>(e) * b[static_cast<std::size_t>(j)][k];
+            sum1 += static_cast<u128>(e) * a[static_cast<std::size_t>(j)][k];
+          }
+          ASSERT_EQ(acc0[k], static_cast<u64>(sum0 % q)) << k << ", " << digits << " digits mod " << q;
+          ASSERT_EQ(acc1[k], static_cast<u64>(sum1 % q)) << k << ", " << digits << " digits mod " << q;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fhelium::test

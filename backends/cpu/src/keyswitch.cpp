@@ -77,42 +77,6 @@ void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const
   }
 }
 
-// The same sums in 32-bit words: products of residues below 2^31 are added
-// in 64-bit words and folded every third digit (below 2^64).
-template <class Index>
-void multiply_accumulate(std::size_t n, int digits, const u32* const* ext, const u32* const* kb, const u32* const* ka,
-                         const NarrowModulus& q, u32* acc0, u32* acc1, Index index) {
-  constexpr std::size_t block = 512;
-  u64 sum0[block];
-  u64 sum1[block];
-  for (std::size_t k0 = 0; k0 < n; k0 += block) {
-    const std::size_t len = std::min(block, n - k0);
-    std::fill_n(sum0, len, u64{0});
-    std::fill_n(sum1, len, u64{0});
-    for (int j = 0; j < digits; ++j) {
-      const auto d = static_cast<std::size_t>(j);
-      const u32* e = ext[d];
-      const u32* b = kb[d] + k0;
-      const u32* a = ka[d] + k0;
-      for (std::size_t k = 0; k < len; ++k) {
-        const u64 x = e[index(k0 + k)];
-        sum0[k] += x * b[k];
-        sum1[k] += x * a[k];
-      }
-      if (j % 3 == 2 && j + 1 < digits) {
-        for (std::size_t k = 0; k < len; ++k) {
-          sum0[k] = reduce_narrow(sum0[k], q);
-          sum1[k] = reduce_narrow(sum1[k], q);
-        }
-      }
-    }
-    for (std::size_t k = 0; k < len; ++k) {
-      acc0[k0 + k] = reduce_narrow(sum0[k], q);
-      acc1[k0 + k] = reduce_narrow(sum1[k], q);
-    }
-  }
-}
-
 // out = in(X^g) for one limb in the coefficient domain: coefficient i moves
 // to i g mod 2N, negated when that is N or more (X^N = -1).
 void apply_galois_to_coefficients(const u64* in, u64* out, std::size_t n, std::uint32_t galois_element, u64 q) {
@@ -211,31 +175,22 @@ void mod_up(const CpuContext& ctx, const W* d, int level) {
   W* coefficients = to_coefficients(ctx, d, level);
   W* extended = scratch<W>(ws.extended);
 
+  // Digit by digit, each converted limb is transformed while the digit's
+  // limbs are still in cache.
   for (int j = 0; j < ks.digits; ++j) {
     const DigitRange r = digit_range(c, level, j);
+    const int own = r.end - r.begin;
     W* digit = extended + static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) * n;
     convert_parallel(ctx, ks.mod_up[static_cast<std::size_t>(j)], coefficients + static_cast<std::size_t>(r.begin) * n,
                      digit);
-    const int own = r.end - r.begin;
     std::memcpy(digit + static_cast<std::size_t>(slots - own) * n, d + static_cast<std::size_t>(r.begin) * n,
                 static_cast<std::size_t>(own) * n * sizeof(W));
+    parallel_for(ctx.threads(), static_cast<std::size_t>(slots - own), [&](std::size_t t) {
+      const int target = static_cast<int>(t);
+      const int slot = target < r.begin ? target : target + own;
+      c.ntt(c.key_limb(level, slot)).forward(digit + t * n);
+    });
   }
-
-  // Forward NTT of every converted limb, all digits at once.
-  const int targets_max = slots - 1;  // upper bound; each digit has slots - own targets
-  parallel_for(ctx.threads(), static_cast<std::size_t>(ks.digits) * static_cast<std::size_t>(targets_max),
-               [&](std::size_t index) {
-                 const int j = static_cast<int>(index / static_cast<std::size_t>(targets_max));
-                 const int t = static_cast<int>(index % static_cast<std::size_t>(targets_max));
-                 const DigitRange r = digit_range(c, level, j);
-                 const int own = r.end - r.begin;
-                 if (t >= slots - own) return;
-                 const int slot = t < r.begin ? t : t + own;
-                 W* limb =
-                     extended +
-                     (static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) + static_cast<std::size_t>(t)) * n;
-                 c.ntt(c.key_limb(level, slot)).forward(limb);
-               });
 }
 
 template <class W>
@@ -353,8 +308,11 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
       kb[d] = key_words + (key_digit(c, level, j) * 2 * key_limbs + key_limb) * n;
       ka[d] = kb[d] + key_limbs * n;
     }
-    if (perm) {
-      multiply_accumulate(n, digits, ext.data(), kb.data(), ka.data(), q, acc0, acc1, [perm](std::size_t k) { return perm[k]; });
+    if constexpr (sizeof(W) == 4) {
+      multiply_accumulate(ext.data(), kb.data(), ka.data(), digits, perm, n, q, acc0, acc1);
+    } else if (perm) {
+      multiply_accumulate(n, digits, ext.data(), kb.data(), ka.data(), q, acc0, acc1,
+                          [perm](std::size_t k) { return perm[k]; });
     } else {
       multiply_accumulate(n, digits, ext.data(), kb.data(), ka.data(), q, acc0, acc1, [](std::size_t k) { return k; });
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "fhelium/backend/modarith.hpp"
 
@@ -44,5 +45,14 @@ void multiply_cross(const u32* a0, const u32* b1, const u32* a1, const u32* b0, 
                     const NarrowModulus& q);
 void multiply_difference(const u32* x, const u32* y, u32* out, std::size_t n, u32 w, u32 w_shoup, u32 q,
                          const u32* add = nullptr);
+// The key switch's inner product: acc0[k] = sum_j x_j[i] kb_j[k] and
+// acc1[k] = sum_j x_j[i] ka_j[k] mod q over `digits` digits, i = perm[k]
+// (an automorphism in NTT order) or k when perm is null.
+void multiply_accumulate(const u32* const* x, const u32* const* kb, const u32* const* ka, int digits,
+                         const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0, u32* acc1);
+// Its portable path (bit-identical; tests compare the two).
+void multiply_accumulate_scalar(const u32* const* x, const u32* const* kb, const u32* const* ka, int digits,
+                                const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0,
+                                u32* acc1);
 
 }  // namespace fhelium
