@@ -79,14 +79,15 @@ void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const
 
 // out = in(X^g) for one limb in the coefficient domain: coefficient i moves
 // to i g mod 2N, negated when that is N or more (X^N = -1).
-void apply_galois_to_coefficients(const u64* in, u64* out, std::size_t n, std::uint32_t galois_element, u64 q) {
+template <class W>
+void apply_galois_to_coefficients(const W* in, W* out, std::size_t n, std::uint32_t galois_element, u64 q) {
   const std::size_t mask = 2 * n - 1;
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t image = (i * galois_element) & mask;
     if (image < n) {
       out[image] = in[i];
     } else {
-      out[image - n] = neg_mod(in[i], q);
+      out[image - n] = static_cast<W>(neg_mod(in[i], q));
     }
   }
 }
@@ -165,7 +166,7 @@ void mod_up_inner_product_fused(const CpuContext& ctx, const u64* d, int level, 
 }  // namespace
 
 template <class W>
-void mod_up(const CpuContext& ctx, const W* d, int level) {
+void mod_up(const CpuContext& ctx, const W* d, int level, std::uint32_t galois_element, const std::uint32_t* perm) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
   const int specials = c.special_count();
@@ -174,6 +175,14 @@ void mod_up(const CpuContext& ctx, const W* d, int level) {
   KeySwitchWorkspace& ws = ctx.workspace();
   W* coefficients = to_coefficients(ctx, d, level);
   W* extended = scratch<W>(ws.extended);
+  if (perm) {  // X -> X^g on the coefficients, so every converted limb is rotated
+    W* rotated = scratch<W>(ws.converted);
+    parallel_for(ctx.threads(), static_cast<std::size_t>(q_limbs_of(c, level)), [&](std::size_t i) {
+      apply_galois_to_coefficients(coefficients + i * n, rotated + i * n, n, galois_element,
+                                   c.level_modulus(level, static_cast<int>(i)).value);
+    });
+    coefficients = rotated;
+  }
 
   // Digit by digit, each converted limb is transformed while the digit's
   // limbs are still in cache.
@@ -183,8 +192,14 @@ void mod_up(const CpuContext& ctx, const W* d, int level) {
     W* digit = extended + static_cast<std::size_t>(j) * static_cast<std::size_t>(slots) * n;
     convert_parallel(ctx, ks.mod_up[static_cast<std::size_t>(j)], coefficients + static_cast<std::size_t>(r.begin) * n,
                      digit);
-    std::memcpy(digit + static_cast<std::size_t>(slots - own) * n, d + static_cast<std::size_t>(r.begin) * n,
-                static_cast<std::size_t>(own) * n * sizeof(W));
+    W* own_limbs = digit + static_cast<std::size_t>(slots - own) * n;
+    const W* source = d + static_cast<std::size_t>(r.begin) * n;
+    if (perm) {  // the digit's own limbs, in the NTT domain, through perm
+      for (std::size_t k = 0; k < static_cast<std::size_t>(own) * n; ++k)
+        own_limbs[k] = source[k / n * n + perm[k % n]];
+    } else {
+      std::memcpy(own_limbs, source, static_cast<std::size_t>(own) * n * sizeof(W));
+    }
     parallel_for(ctx.threads(), static_cast<std::size_t>(slots - own), [&](std::size_t t) {
       const int target = static_cast<int>(t);
       const int slot = target < r.begin ? target : target + own;
@@ -206,8 +221,13 @@ void mod_up_inner_product(const CpuContext& ctx, const W* d, int level, const Ke
       return;
     }
   }
-  mod_up(ctx, d, level);
-  inner_product<W>(ctx, level, key, perm);
+  if constexpr (sizeof(W) == 4) {
+    mod_up(ctx, d, level, galois_element, perm);  // d rotated once instead of every extended limb
+    inner_product<W>(ctx, level, key, nullptr);
+  } else {
+    mod_up(ctx, d, level);  // the extended limbs read through perm, as the cuda backend does
+    inner_product<W>(ctx, level, key, perm);
+  }
 }
 
 namespace {
@@ -356,8 +376,8 @@ void mod_down_add(const CpuContext& ctx, int level, W* out0, const W* add0, W* o
   });
 }
 
-template void mod_up(const CpuContext&, const u64*, int);
-template void mod_up(const CpuContext&, const u32*, int);
+template void mod_up(const CpuContext&, const u64*, int, std::uint32_t, const std::uint32_t*);
+template void mod_up(const CpuContext&, const u32*, int, std::uint32_t, const std::uint32_t*);
 template void mod_up_inner_product(const CpuContext&, const u64*, int, const KeyArg&, std::uint32_t,
                                    const std::uint32_t*);
 template void mod_up_inner_product(const CpuContext&, const u32*, int, const KeyArg&, std::uint32_t,

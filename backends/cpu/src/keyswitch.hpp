@@ -11,9 +11,11 @@ namespace fhelium::cpu {
 // instantiated for both.
 
 // Extends d (NTT domain, the level's Q limbs) digit by digit to Q_level and P;
-// the result stays in the context's workspace (all digits).
+// the result stays in the context's workspace (all digits). With `perm` (the
+// NTT-order permutation of X -> X^g) it extends d's automorphism.
 template <class W>
-void mod_up(const CpuContext& ctx, const W* d, int level);
+void mod_up(const CpuContext& ctx, const W* d, int level, std::uint32_t galois_element = 0,
+            const std::uint32_t* perm = nullptr);
 
 // mod_up then inner_product. With 64-bit words, one prime per digit and N <= 2^14 the
 // extended digits are never stored: one key slot at a time, each digit's limb
@@ -21,8 +23,9 @@ void mod_up(const CpuContext& ctx, const W* d, int level);
 // it is in cache.
 // With `perm` (the NTT-order permutation of X -> X^g, g = galois_element)
 // the product is that of d's automorphism: ModUp commutes with it, so d's
-// coefficients are rotated once (fused path) or the extended digits are read
-// through perm (stored digits); d itself is never permuted.
+// coefficients are rotated once (fused path and 32-bit words) or the extended
+// digits are read through perm (64-bit stored digits, the cuda backend's
+// order); d itself is never permuted.
 template <class W>
 void mod_up_inner_product(const CpuContext& ctx, const W* d, int level, const KeyArg& key,
                           std::uint32_t galois_element = 0, const std::uint32_t* perm = nullptr);
