@@ -195,8 +195,9 @@ void mod_up(const CpuContext& ctx, const W* d, int level, std::uint32_t galois_e
     W* own_limbs = digit + static_cast<std::size_t>(slots - own) * n;
     const W* source = d + static_cast<std::size_t>(r.begin) * n;
     if (perm) {  // the digit's own limbs, in the NTT domain, through perm
-      for (std::size_t k = 0; k < static_cast<std::size_t>(own) * n; ++k)
-        own_limbs[k] = source[k / n * n + perm[k % n]];
+      parallel_for(ctx.threads(), static_cast<std::size_t>(own), [&](std::size_t i) {
+        for (std::size_t k = 0; k < n; ++k) own_limbs[i * n + k] = source[i * n + perm[k]];
+      });
     } else {
       std::memcpy(own_limbs, source, static_cast<std::size_t>(own) * n * sizeof(W));
     }
