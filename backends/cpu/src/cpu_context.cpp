@@ -34,6 +34,17 @@ void BufferPool::give(std::size_t words, std::unique_ptr<u64[]> data) {
   return;  // freed at once, so AddressSanitizer sees every use after free
 #endif
   std::lock_guard lock(mutex_);
+  // Over the cap, buffers of other sizes go first: the sizes in use now
+  // (a new context's, say) keep being recycled instead of faulting in
+  // fresh pages on every allocation.
+  for (auto it = free_.begin(); cached_bytes_ + words * sizeof(u64) > max_cached_bytes && it != free_.end();) {
+    if (it->first == words) {
+      ++it;
+      continue;
+    }
+    cached_bytes_ -= it->first * sizeof(u64) * it->second.size();
+    it = free_.erase(it);
+  }
   if (cached_bytes_ + words * sizeof(u64) > max_cached_bytes) return;
   cached_bytes_ += words * sizeof(u64);
   free_[words].push_back(std::move(data));
