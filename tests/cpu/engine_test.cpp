@@ -11,20 +11,22 @@ struct Shape {
   int log_n;
   int levels;
   int specials;
-  int level;  // level the inputs are encrypted at
+  int level;           // level the inputs are encrypted at
+  bool int32 = false;  // the 32-bit family (small_int32_params: 7 levels, 2 special primes)
 };
 
 std::string shape_name(const testing::TestParamInfo<Shape>& info) {
   const Shape& s = info.param;
   return "N" + std::to_string(1 << s.log_n) + "_L" + std::to_string(s.levels) + "_K" + std::to_string(s.specials) +
-         "_at" + std::to_string(s.level);
+         "_at" + std::to_string(s.level) + (s.int32 ? "_int32" : "");
 }
 
 class EngineTest : public testing::TestWithParam<Shape> {
  protected:
   void SetUp() override {
     const Shape& s = GetParam();
-    f = std::make_unique<Fixture>(small_params(s.log_n, s.levels, s.specials), static_cast<std::uint8_t>(s.log_n));
+    f = std::make_unique<Fixture>(s.int32 ? small_int32_params(s.log_n) : small_params(s.log_n, s.levels, s.specials),
+                                  static_cast<std::uint8_t>(s.log_n));
     a = f->random_message(1.0);
     b = f->random_message(1.0);
     ca = f->encrypt(a, s.level);
@@ -179,8 +181,9 @@ TEST_P(EngineTest, DomainConversionsAreExactInverses) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, EngineTest,
-                         testing::Values(Shape{12, 3, 1, 3}, Shape{12, 3, 1, 1}, Shape{13, 5, 2, 5},
-                                         Shape{13, 5, 2, 2}, Shape{12, 4, 3, 4}, Shape{11, 2, 1, 0}),
+                         testing::Values(Shape{12, 3, 1, 3}, Shape{12, 3, 1, 1}, Shape{13, 5, 2, 5}, Shape{13, 5, 2, 2},
+                                         Shape{12, 4, 3, 4}, Shape{11, 2, 1, 0}, Shape{12, 7, 2, 7, true},
+                                         Shape{12, 7, 2, 5, true}, Shape{12, 7, 2, 3, true}),
                          shape_name);
 
 // The Python FHElium tolerances at N = 2^14, scale 2^40, amplitude 0.01.
