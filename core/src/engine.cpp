@@ -137,14 +137,14 @@ namespace {
 // `words`: the host value's size, when there is one.
 void check_host(const Context& ctx, const ValueState& s, std::optional<std::size_t> words, int min_components,
                 int max_components, const char* what) {
-  if (s.context_id != ctx.id() || s.basis != Basis::Q || s.components < min_components ||
-      s.components > max_components || s.level < 0 || s.level > ctx.max_level() ||
+  if (s.context_id != ctx.id() || s.word_size != ctx.word_size() || s.basis != Basis::Q ||
+      s.components < min_components || s.components > max_components || s.level < 0 || s.level > ctx.max_level() ||
       (words && *words != s.words(ctx))) {
     throw StateError(std::string(what) + ": host value " + s.describe() +
-                     (words ? " with " + std::to_string(*words) + " words" : std::string()) +
-                     " does not fit context " + std::to_string(ctx.id()) + " (expected " +
-                     std::to_string(min_components) + ".." + std::to_string(max_components) +
-                     " Q-basis components of the matching size)");
+                     (words ? " with " + std::to_string(*words) + " words" : std::string()) + " does not fit context " +
+                     std::to_string(ctx.id()) + " (expected " + std::to_string(min_components) + ".." +
+                     std::to_string(max_components) + " Q-basis components of the matching size, " +
+                     std::to_string(static_cast<int>(ctx.word_size())) + "-bit words)");
   }
 }
 

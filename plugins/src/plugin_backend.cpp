@@ -175,6 +175,12 @@ class PluginBackend final : public Backend {
   Instance& instance() const { return *instance_; }
 
   std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
+    if (context->word_size() == WordSize::bits32 && instance_->api().abi_minor < 6) {
+      throw BackendError("backend '" + name() + "': its plugin (" + instance_->library->path + ", ABI " +
+                         std::to_string(instance_->api().abi_major) + "." + std::to_string(instance_->api().abi_minor) +
+                         ") predates 4-byte residues (ABI 1.6) and cannot take the 32-bit context " +
+                         std::to_string(context->id()));
+    }
     std::vector<u64> q, p;
     for (const auto& m : context->q()) q.push_back(m.value);
     for (const auto& m : context->p()) p.push_back(m.value);

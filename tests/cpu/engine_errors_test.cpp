@@ -125,6 +125,10 @@ TEST_F(EngineErrors, MalformedHostValues) {
   HostValue bad = f.engine.download(top);
   bad.data.pop_back();
   expect_error<StateError>([&] { f.engine.upload_ciphertext(bad); }, {"upload_ciphertext", "does not fit"});
+  HostValue narrow = f.engine.download(top);  // states a word size its context does not have
+  narrow.state.word_size = WordSize::bits32;
+  expect_error<StateError>([&] { f.engine.upload_ciphertext(narrow); },
+                           {"upload_ciphertext", "word 32 bits", "does not fit", "64-bit words"});
   HostSwitchKey key = f.keygen.relinearization_key(f.sk);
   key.data.resize(10);
   expect_error<StateError>([&] { f.engine.upload_relinearization_key(key); }, {"10 words", "does not fit"});

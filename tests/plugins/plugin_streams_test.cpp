@@ -254,6 +254,16 @@ TEST(PluginStreams, PluginsBeforeAbi15TimeWithTheHostClock) {
   }
 }
 
+// A 32-bit context's buffers hold 4-byte residues since ABI 1.6: an older
+// plugin would read them as 8-byte words, so it is refused by name.
+TEST(PluginStreams, PluginsBeforeAbi16RefuseThe32BitFamily) {
+  const auto context = Context::create(small_int32_params(12));
+  auto old = load_backend(plugin("abi14", "abi14"));
+  expect_contains(error_of<BackendError>([&] { old->prepare(context); }),
+                  {"abi14", "ABI 1.4", "4-byte residues", "1.6"});
+  EXPECT_NE(load_backend("cpu")->prepare(context), nullptr);
+}
+
 TEST(PluginStreams, MemoryUsageGrowsWithAllocations) {
   auto backend = load_backend("cpu");
   constexpr std::size_t mib = std::size_t{1} << 20;

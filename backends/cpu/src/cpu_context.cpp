@@ -33,21 +33,25 @@ void BufferPool::give(std::size_t words, std::unique_ptr<u64[]> data) {
 #if defined(__SANITIZE_ADDRESS__)
   return;  // freed at once, so AddressSanitizer sees every use after free
 #endif
+  const std::size_t bytes = words * sizeof(u64);
+  std::vector<std::unique_ptr<u64[]>> evicted;  // freed after the lock is released
   std::lock_guard lock(mutex_);
-  // Over the cap, buffers of other sizes go first: the sizes in use now
-  // (a new context's, say) keep being recycled instead of faulting in
-  // fresh pages on every allocation.
-  for (auto it = free_.begin(); cached_bytes_ + words * sizeof(u64) > max_cached_bytes && it != free_.end();) {
-    if (it->first == words) {
+  std::vector<std::unique_ptr<u64[]>>& same = free_[words];
+  if (bytes + same.size() * bytes > max_cached_bytes) return;  // this size alone would pass the cap
+  // Over the cap, buffers of other sizes go first, one at a time: the sizes
+  // in use now (a new context's, say) keep being recycled instead of
+  // faulting in fresh pages on every allocation.
+  for (auto it = free_.begin(); cached_bytes_ + bytes > max_cached_bytes && it != free_.end();) {
+    if (it->first == words || it->second.empty()) {
       ++it;
       continue;
     }
-    cached_bytes_ -= it->first * sizeof(u64) * it->second.size();
-    it = free_.erase(it);
+    evicted.push_back(std::move(it->second.back()));
+    it->second.pop_back();
+    cached_bytes_ -= it->first * sizeof(u64);
   }
-  if (cached_bytes_ + words * sizeof(u64) > max_cached_bytes) return;
-  cached_bytes_ += words * sizeof(u64);
-  free_[words].push_back(std::move(data));
+  cached_bytes_ += bytes;
+  same.push_back(std::move(data));
 }
 
 const std::vector<std::uint32_t>& CpuContext::automorphism(std::uint32_t galois_element) const {

@@ -20,7 +20,9 @@
  * FHELIUM_EXTENSION_STREAMS (streams, events, copies, memory usage, capture);
  * 1.2 appends multiply_relinearize to the table; 1.3 appends mod_raise; 1.4
  * appends upload_filled; 1.5 appends timing events to the STREAMS extension
- * (event_create_timing, event_elapsed) and end_event to FheliumAsyncArgs.
+ * (event_create_timing, event_elapsed) and end_event to FheliumAsyncArgs;
+ * 1.6 stores a 32-bit context's residues in 4-byte words (word_bits 32): the
+ * host gives a 32-bit context only to plugins of 1.6 or later.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -39,7 +41,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 5
+#define FHELIUM_ABI_MINOR 6
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -87,7 +89,8 @@ typedef struct FheliumContextArgs {
   const FheliumExtension* extension_start;
   FheliumBackend* backend;
   int32_t log_ring_degree;
-  int32_t word_bits;               /* 64, or 32: the Q primes are then the rational chain's */
+  int32_t word_bits;               /* 64, or 32: the Q primes are then the rational chain's and every
+                                      residue in a buffer takes 4 bytes instead of 8 (ABI 1.6) */
   const uint64_t* q_primes;        /* borrowed for the call */
   int32_t q_count;
   const uint64_t* p_primes;        /* borrowed for the call */
