@@ -45,7 +45,7 @@ FHELIUM_LOOP void difference_loop(const u32* x, const u32* y, u32* out, std::siz
   }
 }
 
-// Each loop compiled for AVX2 and portably; `run` picks one.
+// Each loop compiled for AVX2 and portably; the functions below pick one.
 #define FHELIUM_BOTH(name, params, args)                                     \
   __attribute__((target("avx2"))) void name##_avx2 params { name args; }     \
   void name##_portable params { name args; }

@@ -1,7 +1,6 @@
 // The AVX2 kernel behind the 32-bit multiply_accumulate (limb_kernels.hpp).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 

@@ -1,5 +1,7 @@
 // The key switch's inner product in 32-bit words on AVX2: eight residues per
 // load, their even and odd lanes multiplied by vpmuludq into 64-bit sums.
+#include <algorithm>
+
 #include "limb_kernels32.hpp"
 #include "narrow_lanes.hpp"
 

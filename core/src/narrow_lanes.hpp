@@ -5,20 +5,13 @@
 // detail::cpu_has_avx2().
 #pragma once
 
-#include <immintrin.h>
-
-#include "fhelium/backend/modarith.hpp"
+#include "avx2_lanes.hpp"
 
 namespace fhelium::detail::narrow {
 
-#define FHELIUM_AVX2 __attribute__((target("avx2"), always_inline)) inline
+using avx2::subtract_if_at_least;  // r - q where r >= q, for lanes below 2^63
 
 FHELIUM_AVX2 __m256i splat(u64 x) { return _mm256_set1_epi64x(static_cast<long long>(x)); }
-
-// r - q where r >= q, for lanes below 2^63.
-FHELIUM_AVX2 __m256i subtract_if_at_least(__m256i r, __m256i q, __m256i q_minus_one) {
-  return _mm256_sub_epi64(r, _mm256_and_si256(_mm256_cmpgt_epi64(r, q_minus_one), q));
-}
 
 // Shoup's lazy x w mod q in [0, 2q) for x < 2^32: exact in 64-bit lanes.
 FHELIUM_AVX2 __m256i mul_shoup_lazy_lanes(__m256i x, __m256i w, __m256i w_shoup, __m256i q) {

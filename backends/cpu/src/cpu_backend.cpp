@@ -339,8 +339,9 @@ class CpuBackend final : public Backend {
         } else {
           scale_limb(limb_of<W>(a, n, comp, source), o, n, rs.added_mod_out[i], q);
         }
-        const auto inverse = static_cast<W>(rs.dropped_inverse[i]);
-        multiply_difference(o, conv, o, n, inverse, shoup(inverse, static_cast<W>(q)), static_cast<W>(q));
+        multiply_difference(o, conv, o, n, static_cast<W>(rs.dropped_inverse[i]),
+                            shoup_constant<W>(rs.dropped_inverse[i], q, rs.dropped_inverse_shoup[i]),
+                            static_cast<W>(q));
       });
     }
   }

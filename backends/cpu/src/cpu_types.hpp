@@ -113,6 +113,17 @@ auto reducer(const Modulus& q) {
   }
 }
 
+// Shoup's constant of w modulo q in the words' width: the context's
+// precomputed 64-bit one, or computed for 32-bit words.
+template <class W>
+W shoup_constant(u64 w, u64 q, u64 precomputed_64) {
+  if constexpr (sizeof(W) == 8) {
+    return precomputed_64;
+  } else {
+    return shoup(static_cast<u32>(w), static_cast<u32>(q));
+  }
+}
+
 // Calls body(W{}) with the context's stored word.
 template <class Body>
 void with_word(const Context& c, const Body& body) {

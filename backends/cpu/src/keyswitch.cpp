@@ -370,10 +370,10 @@ void mod_down_add(const CpuContext& ctx, int level, W* out0, const W* add0, W* o
     W* conv = converted + (poly * q_limbs + i) * n;
     c.ntt(c.key_limb(level, static_cast<int>(i))).forward(conv);
     const W* add = poly == 0 ? add0 : add1;
-    const auto q = static_cast<W>(c.level_modulus(level, static_cast<int>(i)).value);
-    const auto p_inverse = static_cast<W>(ks.p_inverse[i]);
-    multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n, p_inverse,
-                        shoup(p_inverse, q), q, add ? add + i * n : nullptr);
+    const u64 q = c.level_modulus(level, static_cast<int>(i)).value;
+    multiply_difference(accumulator(poly) + i * n, conv, (poly == 0 ? out0 : out1) + i * n, n,
+                        static_cast<W>(ks.p_inverse[i]), shoup_constant<W>(ks.p_inverse[i], q, ks.p_inverse_shoup[i]),
+                        static_cast<W>(q), add ? add + i * n : nullptr);
   });
 }
 
