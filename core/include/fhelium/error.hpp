@@ -87,4 +87,12 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// A collective between ranks that cannot complete: ranks that disagree on
+// parameters, program or operation, a rank that failed or did not arrive
+// within the group's timeout.
+class CommunicatorError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace fhelium
