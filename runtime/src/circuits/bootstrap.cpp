@@ -221,7 +221,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   const std::size_t full = context.ring_degree() / 2;
   const std::size_t n = bootstrap_slots(context, config);
   const bool packed = n < full;
-  const double interval = bound + 1.0;  // K': |t| <= K + 1 / ratio
+  const double interval = bound + 1.0;                                       // K': |t| <= K + 1 / ratio
   const double q0 = static_cast<double>(context.level_modulus(0, 0).value);  // ModRaise works modulo q_0
   const double output_scale = config.output_scale.value_or(context.params().scale);
 

@@ -257,6 +257,11 @@ Slots LinearTransform::pre_rotated(long k, long giant) const {
 
 ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string& name,
                                 std::optional<double> output_scale) const {
+  return b.rescale(apply_unrescaled(b, x, name, output_scale));
+}
+
+ValueRef LinearTransform::apply_unrescaled(ProgramBuilder& b, ValueRef x, const std::string& name,
+                                           std::optional<double> output_scale) const {
   const std::size_t context_slots = b.context()->ring_degree() / 2;
   if (context_slots != slots_) {
     throw InvalidArgumentError("linear transform: built for " + std::to_string(slots_) +
@@ -293,14 +298,36 @@ ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string
     for (std::size_t i = plan.order.size() - 1; i-- > 0;) {
       acc = b.add(b.rotate(acc, plan.between[i]), group_sum(plan.order[i]));
     }
-    return b.rescale(plan.first == 0 ? acc : b.rotate(acc, plan.first));
+    return plan.first == 0 ? acc : b.rotate(acc, plan.first);
   }
   std::vector<ValueRef> parts;
   for (const auto& [giant, ks] : groups) {
     const ValueRef group = group_sum(giant);
     parts.push_back(giant == 0 ? group : b.rotate(group, giant));
   }
-  return b.rescale(parts.size() == 1 ? parts[0] : b.sum(parts));
+  return parts.size() == 1 ? parts[0] : b.sum(parts);
+}
+
+std::size_t LinearTransform::giant_groups() const { return giants_of(diagonal_indices(), baby_).size(); }
+
+LinearTransform LinearTransform::part(std::size_t rank, std::size_t ranks) const {
+  const std::set<long> giants = giants_of(diagonal_indices(), baby_);
+  if (ranks == 0 || rank >= ranks || ranks > giants.size()) {
+    throw InvalidArgumentError("linear transform: part " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                               ", expected a rank below the number of parts and at most " +
+                               std::to_string(giants.size()) + " parts (one per giant group, baby step " +
+                               std::to_string(baby_) + ")");
+  }
+  std::set<long> mine;
+  std::size_t i = 0;
+  for (long giant : giants) {
+    if (i++ % ranks == rank) mine.insert(giant);
+  }
+  LinearTransform out = *this;  // the same baby step, so each group is computed as in the whole
+  out.horner_ = false;
+  std::erase_if(out.diagonals_,
+                [&](const auto& diagonal) { return !mine.count(diagonal.first - diagonal.first % baby_); });
+  return out;
 }
 
 Slots LinearTransform::apply_clear(const Slots& x) const {

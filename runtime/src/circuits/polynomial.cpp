@@ -53,9 +53,8 @@ class Evaluator {
     const ValueRef pm = detail::at_level(b_, power(m), t + 1);
     const double q_scale = scale * detail::rescale_divisor(b_, t + 1) / b_.state(pm).scale;
     const Part quotient = evaluate(std::move(q), t + 1, q_scale);
-    ValueRef product = quotient.ciphertext
-                           ? b_.multiply_relinearize_rescale(*quotient.ciphertext, pm)
-                           : b_.rescale(b_.multiply_scalar(pm, quotient.constant, q_scale));
+    ValueRef product = quotient.ciphertext ? b_.multiply_relinearize_rescale(*quotient.ciphertext, pm)
+                                           : b_.rescale(b_.multiply_scalar(pm, quotient.constant, q_scale));
     const Part rest = evaluate(std::move(r), t, b_.state(product).scale);
     if (rest.ciphertext) return {b_.add(product, *rest.ciphertext), 0.0};
     if (rest.constant != 0.0) product = b_.add_scalar(product, rest.constant);
@@ -89,7 +88,7 @@ class Evaluator {
       for (std::size_t i = mi; i < c.size(); ++i) q[i - mi] = c[i];
       return {q, r};
     }
-    q[0] = c[mi];  // T_m = T_m T_0
+    q[0] = c[mi];                                      // T_m = T_m T_0
     for (std::size_t i = mi + 1; i < c.size(); ++i) {  // T_i = 2 T_m T_(i-m) - T_(2m-i)
       q[i - mi] += 2.0 * c[i];
       r[2 * mi - i] -= c[i];
@@ -147,7 +146,8 @@ Polynomial Polynomial::chebyshev_interpolant(const std::function<double(double)>
   p.coefficients.resize(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) {
     double sum = 0;
-    for (int k = 0; k < n; ++k) sum += values[static_cast<std::size_t>(k)] * std::cos(std::numbers::pi * j * (k + 0.5) / n);
+    for (int k = 0; k < n; ++k)
+      sum += values[static_cast<std::size_t>(k)] * std::cos(std::numbers::pi * j * (k + 0.5) / n);
     p.coefficients[static_cast<std::size_t>(j)] = (j == 0 ? 1.0 : 2.0) * sum / n;
   }
   check(p);

@@ -73,8 +73,7 @@ ValueRef sum_slots(ProgramBuilder& b, ValueRef x, std::size_t width) {
 ValueRef inner_product(ProgramBuilder& b, ValueRef x, ValueRef y, std::size_t width) {
   check_width(b, width);
   const int level = std::min(b.state(x).level, b.state(y).level);
-  const ValueRef product =
-      b.multiply_relinearize_rescale(detail::at_level(b, x, level), detail::at_level(b, y, level));
+  const ValueRef product = b.multiply_relinearize_rescale(detail::at_level(b, x, level), detail::at_level(b, y, level));
   return sum_slots(b, product, width);
 }
 

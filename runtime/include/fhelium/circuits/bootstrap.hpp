@@ -44,8 +44,8 @@
 
 #include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
-#include "fhelium/sparse_encapsulation.hpp"
 #include "fhelium/runtime/program.hpp"
+#include "fhelium/sparse_encapsulation.hpp"
 
 namespace fhelium::circuits {
 

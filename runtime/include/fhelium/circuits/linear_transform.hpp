@@ -15,9 +15,9 @@
 // serves each group. With Horner giants (with_horner_giants()) the groups
 // are summed as rot(P_g0 + rot(P_g1 + ..., g1 - g0), g0): as many giant
 // rotations, but their steps are the differences between consecutive giants
-// (usually the single step n1) instead of every giant, so fewer keys. Zero diagonals are skipped, and n1 is chosen for the
-// given set of diagonals to minimise the rotations (baby + giant, each a key
-// switch; on a tie, fewer giant ones, which are not hoisted).
+// (usually the single step n1) instead of every giant, so fewer keys. Zero diagonals are skipped, and n1 is chosen for
+// the given set of diagonals to minimise the rotations (baby + giant, each a key switch; on a tie, fewer giant ones,
+// which are not hoisted).
 //
 // Levels and scale: one level. The diagonals are constants encoded at x's
 // level with scale q_level (times output scale / x's scale when an output
@@ -82,6 +82,20 @@ class LinearTransform {
   // the result has x's scale exactly, or `output_scale`.
   ValueRef apply(ProgramBuilder& b, ValueRef x, const std::string& name = "diag",
                  std::optional<double> output_scale = std::nullopt) const;
+
+  // The sum apply() rescales: at x's level, with scale x's scale (or the
+  // output scale) times the level's rescale divisor.
+  ValueRef apply_unrescaled(ProgramBuilder& b, ValueRef x, const std::string& name = "diag",
+                            std::optional<double> output_scale = std::nullopt) const;
+
+  // The giant groups (diagonals sharing k - k mod n1), what part() splits.
+  std::size_t giant_groups() const;
+  // Term-parallel: part `rank` of `ranks` (ranks <= giant_groups()) holds
+  // every ranks-th giant group, with this transform's baby step and without
+  // Horner giants. The parts' apply_unrescaled sums add up, residue for
+  // residue, to the whole transform's with_horner_giants(false) sum: the
+  // groups are the same and modular addition is exact in any order.
+  LinearTransform part(std::size_t rank, std::size_t ranks) const;
 
   // The same product on clear slots (x of `slots` values, packed).
   Slots apply_clear(const Slots& x) const;

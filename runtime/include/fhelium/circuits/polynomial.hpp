@@ -49,7 +49,7 @@ struct Polynomial {
 };
 
 struct PolynomialOptions {
-  double threshold = 0.0;             // |c_i| <= threshold: skipped
+  double threshold = 0.0;              // |c_i| <= threshold: skipped
   std::optional<double> output_scale;  // default: x's scale
 };
 
@@ -59,7 +59,6 @@ int polynomial_depth(const Polynomial& p, double threshold = 0.0);
 // p(x) at level(x) - polynomial_depth(p) with exactly the output scale.
 // InvalidArgumentError for an empty or constant polynomial or a bad interval;
 // StateError when x has fewer levels than the depth.
-ValueRef evaluate_polynomial(ProgramBuilder& b, ValueRef x, const Polynomial& p,
-                             const PolynomialOptions& options = {});
+ValueRef evaluate_polynomial(ProgramBuilder& b, ValueRef x, const Polynomial& p, const PolynomialOptions& options = {});
 
 }  // namespace fhelium::circuits
