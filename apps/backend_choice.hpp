@@ -2,8 +2,10 @@
 // loads (a GPU is present), otherwise cpu.
 #pragma once
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,10 +28,31 @@ inline bool cuda_plugin_exists(const LoadOptions& options) {
   return false;
 }
 
-inline ChosenBackend choose_backend(const std::string& name, int device = 0,
+// "cuda:1": a backend name with a device index (a path, with '/', is taken as it is).
+struct NamedDevice {
+  std::string name;
+  std::optional<int> device;
+};
+
+inline NamedDevice split_device(const std::string& name) {
+  const auto colon = name.rfind(':');
+  if (colon == std::string::npos || name.find('/') != std::string::npos) return {name, std::nullopt};
+  const std::string index = name.substr(colon + 1);
+  int device = -1;
+  const auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), device);
+  if (index.empty() || ec != std::errc() || end != index.data() + index.size() || device < 0 || colon == 0) {
+    throw InvalidArgumentError("backend '" + name + "': expected NAME or NAME:DEVICE with DEVICE an index >= 0");
+  }
+  return {name.substr(0, colon), device};
+}
+
+// `name` may carry the device ("cuda:1"), which then replaces `device`.
+inline ChosenBackend choose_backend(const std::string& backend_name, int device = 0,
                                     const std::vector<std::string>& search_path = {}) {
+  const NamedDevice named = split_device(backend_name);
+  const std::string& name = named.name;
   LoadOptions options;
-  options.device = device;
+  options.device = named.device.value_or(device);
   options.search_path = search_path;
   ChosenBackend chosen;
   if (name == "auto") {

@@ -56,14 +56,16 @@ void describe_bootstrap(const std::string& name, const std::shared_ptr<const Con
   const circuits::BootstrapConfig config;
   const runtime::KeyRequirements keys = circuits::Bootstrapper::required_keys(ctx, config);
   const std::size_t galois = keys.galois_elements(*ctx).size();
-  std::printf("  bootstrapping (circuits::Bootstrapper, default configuration): %d levels from the top level\n"
-              "    CoeffToSlot %d, EvalMod %d, SlotToCoeff %d; %d levels left at scale 2^%.0f\n",
-              config.depth(), config.coeff_to_slot_levels, config.eval_mod_depth(), config.slot_to_coeff_levels,
-              ctx->max_level() - config.depth(), std::log2(ctx->params().scale));
-  std::printf("    keys: relinearization, %zu Galois (%zu rotations%s) and the sparse-secret encapsulation's two:\n"
-              "    about %s\n",
-              galois, keys.rotation_steps.size(), keys.conjugation ? " and conjugation" : "",
-              size_text(key_bytes * static_cast<double>(1 + galois + 1)).c_str());
+  std::printf(
+      "  bootstrapping (circuits::Bootstrapper, default configuration): %d levels from the top level\n"
+      "    CoeffToSlot %d, EvalMod %d, SlotToCoeff %d; %d levels left at scale 2^%.0f\n",
+      config.depth(), config.coeff_to_slot_levels, config.eval_mod_depth(), config.slot_to_coeff_levels,
+      ctx->max_level() - config.depth(), std::log2(ctx->params().scale));
+  std::printf(
+      "    keys: relinearization, %zu Galois (%zu rotations%s) and the sparse-secret encapsulation's two:\n"
+      "    about %s\n",
+      galois, keys.rotation_steps.size(), keys.conjugation ? " and conjugation" : "",
+      size_text(key_bytes * static_cast<double>(1 + galois + 1)).c_str());
 }
 
 int describe_preset(const std::string& name) {
@@ -174,9 +176,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("pipeline", run.pipeline, "The pipeline file (docs/pipelines.md)")->required();
   run_cmd->add_option("--backend", run.backend, "Backend name or plugin path (overrides backend.name)");
   std::vector<std::string> run_outputs;  // the report file, and with --keys NAME=FILE ciphertexts
-  run_cmd->add_option("-o,--output", run_outputs,
-                      "Report file (default: outputs.report.file, else NAME.report.json; '-' for stdout); with --keys, "
-                      "NAME=FILE writes output NAME as a ciphertext file (repeatable)")
+  run_cmd
+      ->add_option("-o,--output", run_outputs,
+                   "Report file (default: outputs.report.file, else NAME.report.json; '-' for stdout); with --keys, "
+                   "NAME=FILE writes output NAME as a ciphertext file (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run_cmd->add_option("--keys", run.keys_dir,
@@ -188,6 +191,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--set", run.sets, "Override a key: KEY=VALUE, e.g. execution.mode=graph (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run_cmd
+      ->add_option("--devices", run.devices,
+                   "Device indices, e.g. 0,1: the repetitions dealt over one backend per device (modes program "
+                   "and graph; docs/multi-device.md)")
+      ->delimiter(',');
   run_cmd->add_flag("--check", run.check_only, "Parse and plan only (states, depth, keys): no keys, no encryption");
   run_cmd->add_flag("-q,--quiet", run.quiet, "No progress output");
 

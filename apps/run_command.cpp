@@ -86,6 +86,15 @@ void print_summary(std::FILE* out, const PipelineReport& r, bool server) {
       r.total_median_ms, r.total_ms.size(), r.total_ms.size() == 1 ? "" : "s", r.keygen_ms, r.encrypt_ms, r.decrypt_ms,
       r.setup_ms);
   if (r.capture_ms) std::fprintf(out, ", capture %.1f ms", *r.capture_ms);
+  if (r.data_parallel) {
+    const DataParallelReport& d = *r.data_parallel;
+    std::fprintf(out, "\n  data-parallel on devices");
+    for (std::size_t i = 0; i < d.devices.size(); ++i) {
+      std::fprintf(out, "%s%d (%d runs)", i ? ", " : " ", d.devices[i], d.repetitions[i]);
+    }
+    std::fprintf(out, ": %.1f runs/s, %.1f ms for all; keys broadcast in %.0f ms (%s moved)", d.repetitions_per_second,
+                 d.wall_ms, d.key_broadcast_ms, megabytes(d.bytes_moved).c_str());
+  }
   std::fprintf(out, "\n  peak memory: backend %s, process %s; wall %.2f s\n",
                r.backend_peak_bytes ? megabytes(r.backend_peak_bytes).c_str() : "not reported",
                megabytes(r.process_peak_bytes).c_str(), r.wall_seconds);
@@ -143,6 +152,11 @@ int run_pipeline_command(const RunCommandOptions& options) {
     return chosen.backend;
   };
   run.progress = [&printer](const ProgressEvent& e) { printer(e); };
+  run.devices = options.devices;
+  if (!options.devices.empty() && split_device(spec.backend.name).device) {
+    throw InvalidArgumentError("backend '" + spec.backend.name + "' names its device and --devices names " +
+                               std::to_string(options.devices.size()) + ": give the devices one way");
+  }
   if (!options.keys_dir.empty()) {
     run.server = server_side(options);
   } else if (!options.inputs.empty() || !options.outputs.empty()) {

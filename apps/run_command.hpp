@@ -15,6 +15,7 @@ struct RunCommandOptions {
   std::vector<std::string> inputs;   // the server side: NAME=FILE input ciphertexts
   std::vector<std::string> outputs;  // the server side: NAME=FILE output ciphertexts
   std::vector<std::string> sets;  // KEY=VALUE overrides
+  std::vector<int> devices;       // several: data-parallel over these device indices
   bool check_only = false;        // parse and plan only: no keys, no encryption
   bool quiet = false;             // no progress output
 };

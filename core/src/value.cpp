@@ -1,5 +1,9 @@
 #include "fhelium/value.hpp"
 
+// Header-only use of Debian's libxxhash-dev, as the serialization checksum.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -32,9 +36,12 @@ std::string ValueState::describe() const {
   return s.str();
 }
 
+std::uint64_t HostValue::residue_digest() const { return XXH3_64bits(data.data(), data.size() * sizeof(u64)); }
+
 u64* HostValue::limb(const Context& context, int component, int limb) {
   const auto limbs = static_cast<std::size_t>(state.limbs(context));
-  return data.data() + (static_cast<std::size_t>(component) * limbs + static_cast<std::size_t>(limb)) * context.ring_degree();
+  return data.data() +
+         (static_cast<std::size_t>(component) * limbs + static_cast<std::size_t>(limb)) * context.ring_degree();
 }
 
 const u64* HostValue::limb(const Context& context, int component, int limb) const {

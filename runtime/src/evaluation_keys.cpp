@@ -93,6 +93,37 @@ EvaluationKeys EvaluationKeys::load(const KeyRequirements& needed, const Engine&
   return keys;
 }
 
+EvaluationKeys EvaluationKeys::broadcast(const KeyRequirements& needed, Communicator& communicator,
+                                         const Engine& engine, const EvaluationKeys* root_keys, int root) {
+  const bool is_root = communicator.rank() == root;
+  if (is_root && !root_keys) {
+    throw InvalidArgumentError("EvaluationKeys::broadcast: rank " + std::to_string(root) +
+                               " is the root and passed no keys");
+  }
+  if (is_root && ((needed.relinearization && !root_keys->relinearization_) ||
+                  (needed.sparse_encapsulation && !root_keys->sparse_encapsulation_))) {
+    throw MissingKeyError("EvaluationKeys::broadcast: the root's keys lack a key the program needs");
+  }
+  EvaluationKeys keys;
+  if (needed.relinearization) {
+    keys.relinearization_ = communicator.broadcast(engine, is_root ? &*root_keys->relinearization_ : nullptr, root);
+  }
+  keys.galois_ = communicator.broadcast(engine, is_root ? &root_keys->galois_ : nullptr, root);
+  if (needed.sparse_encapsulation) {
+    const SparseEncapsulation* theirs = is_root ? &*root_keys->sparse_encapsulation_ : nullptr;
+    // Each rank builds the low context from its own (the broadcast checks that the parameters agree).
+    SparseEncapsulation mine;
+    mine.low_engine = is_root
+                          ? theirs->low_engine
+                          : std::make_shared<Engine>(encapsulation_low_context(engine.context()), engine.backend_ptr());
+    mine.dense_to_sparse = communicator.broadcast(*mine.low_engine, is_root ? &theirs->dense_to_sparse : nullptr, root);
+    mine.sparse_to_dense = communicator.broadcast(engine, is_root ? &theirs->sparse_to_dense : nullptr, root);
+    keys.sparse_encapsulation_ = std::move(mine);
+  }
+  keys.bytes_ = is_root ? root_keys->bytes_ : 0;
+  return keys;
+}
+
 Materials EvaluationKeys::materials() const {
   Materials m;
   m.relinearization_key = relinearization_ ? &*relinearization_ : nullptr;

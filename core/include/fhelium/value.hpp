@@ -50,6 +50,9 @@ struct HostValue {
 
   u64* limb(const Context& context, int component, int limb);
   const u64* limb(const Context& context, int component, int limb) const;
+  // XXH3-64 of the residues: equal digests for equal residues, to compare
+  // runs (devices, backends) without moving the values.
+  std::uint64_t residue_digest() const;
 };
 
 // A value held by a backend: its exact state and its residues (the Buffer

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <string_view>
 
@@ -109,6 +110,12 @@ std::string PipelineReport::to_json() const {
   }
   json::array output_array;
   for (const OutputReport& r : outputs) {
+    json::array digests;
+    for (std::uint64_t d : r.digests) {
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(d));
+      digests.push_back(json::string(hex));
+    }
     output_array.push_back(json::object{{"name", r.name},
                                         {"value", r.value},
                                         {"level", r.level},
@@ -120,7 +127,8 @@ std::string PipelineReport::to_json() const {
                                         {"within_bound", r.within_bound},
                                         {"file", r.file.empty() ? json::value(nullptr) : json::value(r.file)},
                                         {"values", json::value_from(r.values)},
-                                        {"expected", json::value_from(r.expected)}});
+                                        {"expected", json::value_from(r.expected)},
+                                        {"residue_digests", std::move(digests)}});
   }
   json::array rotations;
   for (long s : rotation_steps) rotations.push_back(s);
@@ -133,6 +141,15 @@ std::string PipelineReport::to_json() const {
                        {"capture_ms", optional_number(capture_ms)},
                        {"first_replay_ms", optional_number(first_replay_ms)},
                        {"wall_seconds", wall_seconds}};
+  json::value parallel = nullptr;
+  if (data_parallel) {
+    parallel = json::object{{"devices", json::value_from(data_parallel->devices)},
+                            {"repetitions", json::value_from(data_parallel->repetitions)},
+                            {"wall_ms", data_parallel->wall_ms},
+                            {"repetitions_per_second", data_parallel->repetitions_per_second},
+                            {"key_broadcast_ms", data_parallel->key_broadcast_ms},
+                            {"bytes_moved", data_parallel->bytes_moved}};
+  }
   json::object doc{
       {"pipeline", name},
       {"file", file},
@@ -153,6 +170,7 @@ std::string PipelineReport::to_json() const {
       {"steps", std::move(step_array)},
       {"outputs", std::move(output_array)},
       {"timings", std::move(timings)},
+      {"data_parallel", std::move(parallel)},
       {"memory", json::object{{"backend_peak_bytes", backend_peak_bytes}, {"process_peak_bytes", process_peak_bytes}}}};
   std::ostringstream os;
   pretty(os, doc, 0);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "fhelium/encoder.hpp"
@@ -16,6 +17,7 @@
 #include "fhelium/error.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/random.hpp"
+#include "fhelium/runtime/device_group.hpp"
 #include "fhelium/runtime/evaluation_keys.hpp"
 #include "fhelium/runtime/graph_program.hpp"
 #include "fhelium/runtime/program.hpp"
@@ -83,16 +85,9 @@ class Runner {
     fill_plan_report();
     // The Program is prepared before the backend is created or anything encrypted.
     prepare_program();
-    if (!options_.backend_factory) throw InvalidArgumentError("run_pipeline: RunOptions.backend_factory is not set");
-    std::shared_ptr<Backend> backend = options_.backend_factory(spec_.backend);
-    if (!backend) throw InvalidArgumentError("run_pipeline: the backend factory returned no backend");
-    if (spec_.execution.mode == ExecutionMode::graph && !backend->supports_capture()) {
-      throw PipelineError(spec_.execution.mark, "execution.mode",
-                          "mode graph needs a backend that can capture and replay, and backend '" + backend->name() +
-                              "' cannot (supports_capture() is false): use mode program or another backend");
-    }
-    engine_ = std::make_unique<Engine>(context_, backend);
-    report_.backend = backend->name();
+    const std::vector<std::shared_ptr<Backend>> backends = make_backends();
+    engine_ = std::make_unique<Engine>(context_, backends.front());
+    report_.backend = backends.front()->name();
     encoder_ = std::make_unique<Encoder>(context_);
     if (server()) {
       load_keys();
@@ -105,16 +100,20 @@ class Runner {
       decryptor_ = std::make_unique<Decryptor>(context_);
     }
 
-    switch (spec_.execution.mode) {
-      case ExecutionMode::eager:
-        run_eager();
-        break;
-      case ExecutionMode::program:
-        run_program();
-        break;
-      case ExecutionMode::graph:
-        run_graph();
-        break;
+    if (backends.size() > 1) {
+      run_data_parallel(backends);
+    } else {
+      switch (spec_.execution.mode) {
+        case ExecutionMode::eager:
+          run_eager();
+          break;
+        case ExecutionMode::program:
+          run_program();
+          break;
+        case ExecutionMode::graph:
+          run_graph();
+          break;
+      }
     }
     engine_->backend().synchronize();
     report_.backend_peak_bytes = engine_->backend().memory_usage().peak_bytes;
@@ -129,6 +128,45 @@ class Runner {
  private:
   void progress(const std::string& phase, std::size_t done, std::size_t total, const std::string& detail = "") {
     if (options_.progress) options_.progress({phase, done, total, detail});
+  }
+
+  // One backend per device (the spec's device when RunOptions.devices is empty).
+  std::vector<std::shared_ptr<Backend>> make_backends() {
+    if (!options_.backend_factory) throw InvalidArgumentError("run_pipeline: RunOptions.backend_factory is not set");
+    const std::vector<int> devices =
+        options_.devices.empty() ? std::vector<int>{spec_.backend.device} : options_.devices;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i] < 0)
+        throw InvalidArgumentError("device " + std::to_string(devices[i]) + ": expected an index >= 0");
+      if (std::count(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) != 0) {
+        throw InvalidArgumentError("the devices name device " + std::to_string(devices[i]) +
+                                   " twice: each device runs one rank");
+      }
+    }
+    if (devices.size() > 1 && spec_.execution.mode == ExecutionMode::eager) {
+      throw PipelineError(spec_.execution.mark, "execution.mode",
+                          "mode eager times each step on one device; with several devices use mode program or graph "
+                          "(the repetitions are dealt over the devices)");
+    }
+    std::vector<std::shared_ptr<Backend>> backends;
+    for (int device : devices) {
+      BackendSpec spec = spec_.backend;
+      spec.device = device;
+      std::shared_ptr<Backend> backend = options_.backend_factory(spec);
+      if (!backend) throw InvalidArgumentError("run_pipeline: the backend factory returned no backend");
+      if (spec_.execution.mode == ExecutionMode::graph && !backend->supports_capture()) {
+        throw PipelineError(spec_.execution.mark, "execution.mode",
+                            "mode graph needs a backend that can capture and replay, and backend '" + backend->name() +
+                                "' cannot (supports_capture() is false): use mode program or another backend");
+      }
+      backends.push_back(std::move(backend));
+    }
+    report_.device = devices.front();
+    if (devices.size() > 1) {
+      report_.data_parallel.emplace();
+      report_.data_parallel->devices = devices;
+    }
+    return backends;
   }
 
   void fill_plan_report() {
@@ -218,22 +256,30 @@ class Runner {
     report_.keygen_ms = ms_since(start);
   }
 
-  // Fresh encryptions of every encrypted input, by name.
-  ValueTree::Map encrypt_inputs() {
-    ValueTree::Map out;
+  // Fresh encryptions of every encrypted input (the server side: the loaded ones), by name.
+  std::map<std::string, HostValue> host_inputs() {
+    std::map<std::string, HostValue> out;
     for (const auto& [name, v] : c_.named) {
       if (v.input < 0 || !v.encrypted) continue;
       if (server()) {
-        out.emplace(name, engine_->upload_ciphertext(loaded_inputs_.at(name)));
+        out.emplace(name, loaded_inputs_.at(name));
         continue;
       }
       const ValueState& s = c_.builder.state(v.ref);
       const HostValue pt = encoder_->encode(c_.input_slots[static_cast<std::size_t>(v.input)], s.level, s.scale);
-      out.emplace(name, engine_->upload_ciphertext(encryptor_->encrypt(pt, pk_)));
+      out.emplace(name, encryptor_->encrypt(pt, pk_));
     }
-    engine_->backend().synchronize();
     return out;
   }
+
+  static ValueTree::Map upload_inputs(const Engine& engine, const std::map<std::string, HostValue>& inputs) {
+    ValueTree::Map out;
+    for (const auto& [name, value] : inputs) out.emplace(name, engine.upload_ciphertext(value));
+    engine.backend().synchronize();
+    return out;
+  }
+
+  ValueTree::Map encrypt_inputs() { return upload_inputs(*engine_, host_inputs()); }
 
   Slots decrypt(const HostValue& value) const { return encoder_->decode(decryptor_->decrypt(value, *sk_)); }
 
@@ -404,6 +450,96 @@ class Runner {
     report_.encrypt_ms = median(encrypt_ms);
   }
 
+  // ---- data-parallel: the repetitions dealt over several devices ----
+
+  // Every input is encrypted here first, in the order one device encrypts
+  // them, so that each repetition's ciphertexts (and outputs) are the same
+  // whatever the number of devices. Rank 0 holds the keys made (or read)
+  // for engine_ and broadcasts them once; each rank links, captures (graph)
+  // or warms up, then runs its repetitions.
+  void run_data_parallel(const std::vector<std::shared_ptr<Backend>>& backends) {
+    const bool graph = spec_.execution.mode == ExecutionMode::graph;
+    const int reps = spec_.execution.repetitions;
+    const int untimed = graph ? 1 : spec_.execution.warmup;  // graph: the capture's inputs
+    const auto ranks = static_cast<int>(backends.size());
+    std::vector<std::map<std::string, HostValue>> sets;
+    const auto encrypt_start = Clock::now();
+    for (int i = 0; i < untimed + reps; ++i) sets.push_back(host_inputs());
+    report_.encrypt_ms = ms_since(encrypt_start) / static_cast<double>(sets.size());
+
+    DataParallelReport& dp = *report_.data_parallel;
+    dp.repetitions.assign(backends.size(), 0);
+    std::vector<std::map<std::string, HostValue>> results(static_cast<std::size_t>(reps));
+    report_.total_ms.assign(static_cast<std::size_t>(reps), 0.0);
+    std::mutex progress_mutex;
+    int done = 0;
+    Clock::time_point timed_start;
+    const auto setup_start = Clock::now();
+    const std::vector<TransferStats> stats = DeviceGroup(ranks).run([&](Communicator& comm) {
+      const auto r = static_cast<std::size_t>(comm.rank());
+      const std::unique_ptr<Engine> own = r == 0 ? nullptr : std::make_unique<Engine>(context_, backends[r]);
+      const Engine& engine = r == 0 ? *engine_ : *own;
+      comm.check_agreement("the program", prepared_->program().print());
+      const auto keys_start = Clock::now();
+      std::optional<EvaluationKeys> received;
+      const KeyRequirements needed = prepared_->required_keys();
+      if (r == 0) {
+        EvaluationKeys::broadcast(needed, comm, engine, &*keys_);
+      } else {
+        received.emplace(EvaluationKeys::broadcast(needed, comm, engine, nullptr));
+      }
+      engine.backend().synchronize();
+      comm.barrier();
+      if (r == 0) dp.key_broadcast_ms = ms_since(keys_start);
+
+      Materials materials = (r == 0 ? *keys_ : *received).materials();
+      for (const auto& [name, values] : c_.builder.constant_values()) materials.constants[name] = values;
+      const Executable exe = link(*prepared_, engine, materials);
+      std::optional<GraphProgram> captured;
+      if (graph) {
+        CaptureOptions capture_options;
+        capture_options.warmup = spec_.execution.warmup;
+        captured.emplace(GraphProgram::capture(
+            engine.backend(), *context_, [&exe](const ValueTree& in) { return exe.run(in); },
+            ValueTree(upload_inputs(engine, sets[0])), capture_options));
+      } else {
+        for (int w = 0; w < untimed; ++w) exe.run(ValueTree(upload_inputs(engine, sets[static_cast<std::size_t>(w)])));
+      }
+      engine.backend().synchronize();
+      comm.barrier();
+      if (r == 0) {
+        report_.setup_ms = ms_since(setup_start);
+        timed_start = Clock::now();
+      }
+      for (int rep = comm.rank(); rep < reps; rep += ranks) {
+        const auto& in = sets[static_cast<std::size_t>(untimed + rep)];
+        const ValueTree inputs(upload_inputs(engine, in));
+        const auto start = Clock::now();
+        const ValueTree out = captured ? captured->replay(inputs) : exe.run(inputs);
+        engine.backend().synchronize();
+        report_.total_ms[static_cast<std::size_t>(rep)] = ms_since(start);
+        auto& result = results[static_cast<std::size_t>(rep)];
+        for (const OutputSpec& o : spec_.outputs) {
+          const auto input = in.find(o.value);
+          if (!result.count(o.value)) {
+            result.emplace(o.value, input != in.end() ? input->second : engine.download(out.at(o.value).ciphertext()));
+          }
+        }
+        ++dp.repetitions[r];
+        std::lock_guard lock(progress_mutex);
+        progress("run", static_cast<std::size_t>(++done), static_cast<std::size_t>(reps));
+      }
+      comm.barrier();
+      if (r == 0) dp.wall_ms = ms_since(timed_start);
+      if (captured) captured->close();
+    });
+    for (const TransferStats& t : stats) dp.bytes_moved += t.bytes_received;
+    dp.repetitions_per_second = dp.wall_ms > 0 ? 1000.0 * reps / dp.wall_ms : 0;
+    for (const auto& result : results) {
+      collect_outputs([&](const std::string& name) { return result.at(name); });
+    }
+  }
+
   // ---- outputs ----
 
   // Decrypts every output of one repetition; keeps the worst error per output.
@@ -427,14 +563,19 @@ class Runner {
       decrypted_.resize(spec_.outputs.size());
     }
     const auto start = Clock::now();
+    std::vector<HostValue> values;
+    for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
+      values.push_back(download(spec_.outputs[k].value));
+      outputs_[k].digests.push_back(values.back().residue_digest());
+    }
     if (server()) {
-      save_outputs(download);
+      save_outputs(values);
       return;
     }
     for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
       const OutputSpec& o = spec_.outputs[k];
       const NamedValue& nv = c_.named.at(o.value);
-      Slots got = decrypt(download(o.value));
+      Slots got = decrypt(values[k]);
       const ErrorStats e = error_stats(nv.clear, got, slot_indices(outputs_[k].count, o.stride));
       if (e.max > outputs_[k].error.max) {
         outputs_[k].error = e;
@@ -446,14 +587,13 @@ class Runner {
 
   // The server side: each output named on the command line, as a ciphertext
   // file (every repetition computes the same values; the last one is kept).
-  template <class Download>
-  void save_outputs(Download download) {
+  void save_outputs(const std::vector<HostValue>& values) {
     for (std::size_t k = 0; k < spec_.outputs.size(); ++k) {
       const OutputSpec& o = spec_.outputs[k];
       auto file = server()->output_ciphertexts.find(o.name);
       if (file == server()->output_ciphertexts.end()) file = server()->output_ciphertexts.find(o.value);
       if (file == server()->output_ciphertexts.end()) continue;
-      save_ciphertext_file(file->second, *context_, download(o.value));
+      save_ciphertext_file(file->second, *context_, values[k]);
       outputs_[k].file = file->second;
     }
   }

@@ -12,6 +12,7 @@
 #include "fhelium/engine.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/random.hpp"
+#include "fhelium/runtime/device_group.hpp"
 #include "fhelium/runtime/program.hpp"
 #include "fhelium/sparse_encapsulation.hpp"
 
@@ -31,6 +32,12 @@ class EvaluationKeys {
   // From a key folder (fhelium/runtime/key_folder.hpp): only the keys needed
   // are read; a missing file or key is an error naming it.
   static EvaluationKeys load(const KeyRequirements& needed, const Engine& engine, const std::string& folder);
+
+  // Every rank of a DeviceGroup calls it with the same `needed`: the root
+  // passes its keys, the others nullptr, and each gets the root's keys on
+  // `engine` (data-parallel runs replicate the keys once this way).
+  static EvaluationKeys broadcast(const KeyRequirements& needed, Communicator& communicator, const Engine& engine,
+                                  const EvaluationKeys* root_keys, int root = 0);
 
   // The keys for runtime::link, borrowed: this object must stay where it is
   // (not moved) while an Executable linked with them lives.

@@ -221,6 +221,21 @@ struct OutputReport {
   std::string file;            // written to, if any
   std::vector<double> values;  // first report.include_values decrypted values (real parts)
   std::vector<double> expected;
+  // HostValue::residue_digest of each timed repetition's output, in order:
+  // equal between runs on the same inputs and keys (devices, backends).
+  std::vector<std::uint64_t> digests;
+};
+
+// A data-parallel run (RunOptions.devices): the timed repetitions are
+// dealt round-robin over the devices, one rank each, with the keys made
+// once and broadcast.
+struct DataParallelReport {
+  std::vector<int> devices;
+  std::vector<int> repetitions;    // per device
+  double wall_ms = 0;              // every timed repetition, inputs uploaded and outputs downloaded
+  double repetitions_per_second = 0;
+  double key_broadcast_ms = 0;
+  std::size_t bytes_moved = 0;     // by the collectives, all ranks
 };
 
 struct PipelineReport {
@@ -256,6 +271,7 @@ struct PipelineReport {
   std::size_t backend_peak_bytes = 0;
   std::size_t process_peak_bytes = 0;
   double wall_seconds = 0;
+  std::optional<DataParallelReport> data_parallel;
   bool ok = true;                     // every output within its bound
   std::vector<std::string> failures;  // one line each
 
@@ -283,6 +299,10 @@ struct ServerSide {
 
 struct RunOptions {
   BackendFactory backend_factory;                      // required
+  // Several devices: one backend each (the spec's backend with this device
+  // index), the repetitions dealt over them (modes program and graph).
+  // Empty: the spec's device alone.
+  std::vector<int> devices;
   std::function<void(const ProgressEvent&)> progress;  // optional
   std::string output_dir = ".";                        // relative output files are written here
   bool write_files = true;                             // write the outputs' files
