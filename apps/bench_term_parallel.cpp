@@ -76,9 +76,12 @@ json::object measure(Setup& s, std::span<const std::unique_ptr<Engine>> engines,
   std::vector<double> ms;
   std::vector<std::size_t> key_switches(ranks);
   HostValue y;
+  std::string transport;
   const auto stats = runtime::DeviceGroup(static_cast<int>(ranks)).run([&](runtime::Communicator& comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     const Engine& engine = *engines[r];
+    const bool device_collectives = comm.connect(engine);
+    if (r == 0) transport = device_collectives ? "device collectives" : "host staging";
     std::vector<HostSwitchKey> mine;
     const circuits::LinearTransform part = s.whole.part(r, ranks);
     for (long step : part.rotation_steps()) mine.push_back(s.keys.at(step));
@@ -105,6 +108,7 @@ json::object measure(Setup& s, std::span<const std::unique_ptr<Engine>> engines,
   result["bytes_moved_per_apply"] =
       (stats[0].bytes_received + stats[0].bytes_sent) / static_cast<std::size_t>(warmup + runs);
   result["max_error"] = s.error(y);
+  result["transport"] = transport;
   return result;
 }
 
@@ -153,7 +157,6 @@ int main(int argc, char** argv) {
                      {"size", size},
                      {"baby_step", s.whole.baby_step()},
                      {"giant_groups", s.whole.giant_groups()},
-                     {"transport", "host staging"},
                      {"machine", json::object{{"cpu", apps::cpu_model()}, {"devices", json::value_from(described)}}},
                      {"results", std::move(results)}};
     std::cout << json::serialize(out) << "\n";

@@ -92,8 +92,9 @@ void print_summary(std::FILE* out, const PipelineReport& r, bool server) {
     for (std::size_t i = 0; i < d.devices.size(); ++i) {
       std::fprintf(out, "%s%d (%d runs)", i ? ", " : " ", d.devices[i], d.repetitions[i]);
     }
-    std::fprintf(out, ": %.1f runs/s, %.1f ms for all; keys broadcast in %.0f ms (%s moved)", d.repetitions_per_second,
-                 d.wall_ms, d.key_broadcast_ms, megabytes(d.bytes_moved).c_str());
+    std::fprintf(out, ": %.1f runs/s, %.1f ms for all; keys broadcast in %.0f ms (%s moved, %s)",
+                 d.repetitions_per_second, d.wall_ms, d.key_broadcast_ms, megabytes(d.bytes_moved).c_str(),
+                 d.transport.c_str());
   }
   std::fprintf(out, "\n  peak memory: backend %s, process %s; wall %.2f s\n",
                r.backend_peak_bytes ? megabytes(r.backend_peak_bytes).c_str() : "not reported",

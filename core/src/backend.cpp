@@ -80,12 +80,18 @@ void Backend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyA
   for (int comp = 0; comp < out.components; ++comp) {
     for (int i = 0; i < out.limbs; ++i) {
       const Modulus& qi = context.q()[static_cast<std::size_t>(i)];
-      u64* dst = raised.data() + (static_cast<std::size_t>(comp) * static_cast<std::size_t>(out.limbs) +
-                                  static_cast<std::size_t>(i)) * n;
+      u64* dst =
+          raised.data() +
+          (static_cast<std::size_t>(comp) * static_cast<std::size_t>(out.limbs) + static_cast<std::size_t>(i)) * n;
       lift_centered(in.data() + static_cast<std::size_t>(comp) * n, dst, n, q0, qi, q0 % qi.value);
     }
   }
   upload_residues(*this, *out.buffer, raised, context.word_size());
+}
+
+std::unique_ptr<DeviceCommunicator> Backend::join_communicator(const CommunicatorId&, int, int,
+                                                               std::chrono::milliseconds) {
+  throw BackendError("backend '" + name() + "' has no device collectives (communicator_id() is empty)");
 }
 
 std::unique_ptr<Recording> Backend::end_capture() {

@@ -1,6 +1,8 @@
 #include "plugin_backend.hpp"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -18,7 +20,8 @@ namespace {
 struct Instance {
   std::shared_ptr<PluginLibrary> library;
   FheliumBackend* handle = nullptr;
-  const FheliumStreamsExtension* streams = nullptr;  // NULL: a plugin without the ABI 1.1 extension
+  const FheliumStreamsExtension* streams = nullptr;          // NULL: a plugin without the ABI 1.1 extension
+  const FheliumCollectivesExtension* collectives = nullptr;  // NULL: none (ABI 1.7), host staging
 
   const FheliumBackendApi& api() const { return *library->api; }
   ~Instance() {
@@ -28,13 +31,17 @@ struct Instance {
   // Turns an error object into the matching exception (and frees it).
   void check(FheliumError* error, const char* what) const {
     if (error == nullptr) return;
-    const std::string message = std::string(library->api->name) + " backend: " + what + ": " + api().error_message(error);
+    const std::string message =
+        std::string(library->api->name) + " backend: " + what + ": " + api().error_message(error);
     const int32_t code = api().error_code(error);
     api().error_destroy(error);
     switch (code) {
-      case FHELIUM_ERROR_INVALID_ARGUMENT: throw InvalidArgumentError(message);
-      case FHELIUM_ERROR_STATE: throw StateError(message);
-      default: throw BackendError(message);
+      case FHELIUM_ERROR_INVALID_ARGUMENT:
+        throw InvalidArgumentError(message);
+      case FHELIUM_ERROR_STATE:
+        throw StateError(message);
+      default:
+        throw BackendError(message);
     }
   }
 };
@@ -147,8 +154,7 @@ class PluginRecording final : public Recording {
 
 // Wraps a handle the plugin returned, destroying it if the wrapper cannot be made.
 template <class Wrapper, class Handle>
-std::shared_ptr<Wrapper> adopt(const std::shared_ptr<Instance>& instance, Handle* handle,
-                               void (*destroy)(Handle*)) {
+std::shared_ptr<Wrapper> adopt(const std::shared_ptr<Instance>& instance, Handle* handle, void (*destroy)(Handle*)) {
   if (handle == nullptr) throw BackendError(std::string(instance->api().name) + " backend returned no handle");
   try {
     return std::make_shared<Wrapper>(instance, handle);
@@ -166,6 +172,47 @@ FheliumBuffer* handle_of(const Buffer* buffer) {
 
 FheliumPoly poly(const PolyArg& p) { return {handle_of(p.buffer), p.components, p.limbs}; }
 FheliumKey key(const KeyArg& k) { return {handle_of(k.buffer), k.digits}; }
+
+FheliumCollectiveArgs collective_args(const Instance& instance) {
+  FheliumCollectiveArgs args{};
+  args.struct_size = sizeof(args);
+  args.backend = instance.handle;
+  return args;
+}
+
+class PluginCommunicator final : public DeviceCommunicator {
+ public:
+  PluginCommunicator(std::shared_ptr<Instance> instance, FheliumCommunicator* handle)
+      : instance_(std::move(instance)), handle_(handle) {}
+  ~PluginCommunicator() override { instance_->collectives->communicator_destroy(handle_); }
+  PluginCommunicator(const PluginCommunicator&) = delete;
+  PluginCommunicator& operator=(const PluginCommunicator&) = delete;
+
+  void broadcast(Buffer& buffer, std::size_t bytes, int root) override {
+    FheliumCollectiveArgs args = with_handle();
+    args.buffer = handle_of(&buffer);
+    args.bytes = bytes;
+    args.root = root;
+    instance_->check(instance_->collectives->broadcast(&args), "broadcast");
+  }
+  void group_begin() override {
+    FheliumCollectiveArgs args = with_handle();
+    instance_->check(instance_->collectives->group_begin(&args), "group_begin");
+  }
+  void group_end() override {
+    FheliumCollectiveArgs args = with_handle();
+    instance_->check(instance_->collectives->group_end(&args), "group_end");
+  }
+
+ private:
+  FheliumCollectiveArgs with_handle() const {
+    FheliumCollectiveArgs args = collective_args(*instance_);
+    args.communicator = handle_;
+    return args;
+  }
+  std::shared_ptr<Instance> instance_;
+  FheliumCommunicator* handle_;
+};
 
 class PluginBackend final : public Backend {
  public:
@@ -316,6 +363,25 @@ class PluginBackend final : public Backend {
     args.stream = stream_handle(stream);
     call_async(*instance_, streams()->copy, "copy", args);
   }
+  std::optional<CommunicatorId> communicator_id() override {
+    if (instance_->collectives == nullptr) return std::nullopt;
+    FheliumCollectiveArgs args = collective_args(*instance_);
+    instance_->check(instance_->collectives->communicator_id(&args), "communicator_id");
+    CommunicatorId id;
+    std::copy(std::begin(args.id), std::end(args.id), id.begin());
+    return id;
+  }
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                        std::chrono::milliseconds timeout) override {
+    if (instance_->collectives == nullptr) return Backend::join_communicator(id, ranks, rank, timeout);
+    FheliumCollectiveArgs args = collective_args(*instance_);
+    std::copy(id.begin(), id.end(), std::begin(args.id));
+    args.ranks = ranks;
+    args.rank = rank;
+    args.timeout_ms = static_cast<std::uint64_t>(timeout.count());
+    instance_->check(instance_->collectives->communicator_join(&args), "communicator_join");
+    return std::make_unique<PluginCommunicator>(instance_, args.communicator);
+  }
   MemoryUsage memory_usage() const override {
     if (streams() == nullptr) return Backend::memory_usage();
     FheliumAsyncArgs args = async_args(*instance_);
@@ -326,8 +392,8 @@ class PluginBackend final : public Backend {
   bool capturing() const override { return streams() != nullptr && capture_state()[1] != 0; }
   void begin_capture() override {
     if (streams() == nullptr) {
-      throw BackendError("backend '" + name() + "' cannot capture operations: its plugin (" +
-                         instance_->library->path + ", ABI " + std::to_string(instance_->api().abi_major) + "." +
+      throw BackendError("backend '" + name() + "' cannot capture operations: its plugin (" + instance_->library->path +
+                         ", ABI " + std::to_string(instance_->api().abi_major) + "." +
                          std::to_string(instance_->api().abi_minor) +
                          ") has no streams extension (ABI 1.1), so supports_capture() is false");
     }
@@ -397,7 +463,8 @@ class PluginBackend final : public Backend {
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& k) override {
     const FheliumBackendApi& api = instance_->api();
-    const bool has = api.struct_size >= offsetof(FheliumBackendApi, multiply_relinearize) + sizeof(api.multiply_relinearize);
+    const bool has =
+        api.struct_size >= offsetof(FheliumBackendApi, multiply_relinearize) + sizeof(api.multiply_relinearize);
     if (!has || api.multiply_relinearize == nullptr) return Backend::multiply_relinearize(c, out, a, b, k);
     FheliumOpArgs args = op(c, out, a, &b);
     args.key = key(k);
@@ -511,6 +578,20 @@ const FheliumStreamsExtension* find_streams(const FheliumBackendApi& api) {
   return nullptr;
 }
 
+// The COLLECTIVES extension when the chain has a complete one (ABI 1.7).
+const FheliumCollectivesExtension* find_collectives(const FheliumBackendApi& api) {
+  for (const FheliumExtension* e = api.extension_start; e != nullptr; e = e->next) {
+    if (e->struct_size < offsetof(FheliumExtension, next) + sizeof(e->next)) break;  // a broken chain
+    if (e->type != FHELIUM_EXTENSION_COLLECTIVES || e->struct_size < sizeof(FheliumCollectivesExtension)) continue;
+    const auto* c = reinterpret_cast<const FheliumCollectivesExtension*>(e);
+    if (c->communicator_id && c->communicator_join && c->communicator_destroy && c->broadcast && c->group_begin &&
+        c->group_end) {
+      return c;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::shared_ptr<Backend> make_plugin_backend(std::shared_ptr<PluginLibrary> library, int device) {
@@ -528,6 +609,7 @@ std::shared_ptr<Backend> make_plugin_backend(std::shared_ptr<PluginLibrary> libr
   }
   instance->handle = args.backend;
   instance->streams = find_streams(instance->api());
+  instance->collectives = find_collectives(instance->api());
   return std::make_shared<PluginBackend>(std::move(instance));
 }
 

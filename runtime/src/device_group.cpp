@@ -1,6 +1,7 @@
 #include "fhelium/runtime/device_group.hpp"
 
 #include <exception>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -11,13 +12,15 @@
 namespace fhelium::runtime {
 namespace {
 
-// One stored object on the host: a value's state or a key's digits and
-// Galois element, and its residues exactly as the sender's backend stores them.
+// One object of a collective: a value's state or a key's digits and Galois
+// element, its size, and with host staging its residues exactly as the
+// sender's backend stores them (with device collectives they move later).
 struct StagedItem {
   ValueState state;
   int digits = 0;
   std::uint32_t galois_element = 0;
-  std::vector<std::uint8_t> bytes;
+  std::size_t size = 0;
+  std::vector<std::uint8_t> bytes;  // host staging only
 };
 
 // What one rank leaves for a collective that moves data.
@@ -35,57 +38,126 @@ std::size_t value_bytes(const Context& ctx, const ValueState& state) {
   return state.words(ctx) * stored_word_bytes(ctx.word_size());
 }
 
-StagedItem stage(const Engine& engine, const Value& value, TransferStats& stats) {
-  StagedItem item;
-  item.state = value.state;
-  item.bytes.resize(value_bytes(engine.context(), value.state));
-  engine.backend().download(*value.buffer, item.bytes.data(), item.bytes.size());
-  stats.bytes_sent += item.bytes.size();
-  return item;
-}
+// One device broadcast of a collective: every rank issues the same list.
+struct DeviceTransfer {
+  Buffer* buffer;  // the root's own, or the receiver's new one
+  std::size_t bytes;
+  int root;
+};
 
-StagedItem stage(const Engine& engine, const SwitchKey& key, std::uint32_t galois_element, TransferStats& stats) {
-  StagedItem item;
-  item.digits = key.digits;
-  item.galois_element = galois_element;
-  item.bytes.resize(key_bytes(engine.context()));
-  engine.backend().download(*key.buffer, item.bytes.data(), item.bytes.size());
-  stats.bytes_sent += item.bytes.size();
-  return item;
-}
+// How one rank's side of a collective moves its bytes: staged through the
+// host with the metadata, or (device != nullptr) by device broadcasts
+// issued once every rank has allocated its receiving buffers.
+class Mover {
+ public:
+  Mover(const Engine& engine, DeviceCommunicator* device, TransferStats& stats)
+      : engine_(engine), device_(device), stats_(stats) {}
+  const Engine& engine() const { return engine_; }
+  bool on_device() const { return device_ != nullptr; }
 
-std::shared_ptr<Buffer> unstage_bytes(const Engine& engine, const StagedItem& item, std::size_t expected,
-                                      TransferStats& stats) {
-  if (item.bytes.size() != expected) {
-    throw CommunicatorError("received " + std::to_string(item.bytes.size()) + " bytes, expected " +
-                            std::to_string(expected) + " for this rank's context");
+  // Runs `build` (the receiving side), then issue(): with device
+  // collectives an error in `build` is first told to the other ranks.
+  template <class Build>
+  auto receive_then_issue(detail::Rendezvous& rendezvous, int rank, std::vector<DeviceTransfer>& transfers, Build build)
+      -> decltype(build()) {
+    if (!device_) {
+      auto out = build();
+      return out;
+    }
+    std::optional<decltype(build())> out;
+    std::string failure;
+    try {
+      out.emplace(build());
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    issue(rendezvous, rank, transfers, failure);
+    return std::move(*out);
   }
-  std::shared_ptr<Buffer> buffer = engine.backend().allocate(expected);
-  engine.backend().upload(*buffer, item.bytes.data(), expected);
-  stats.bytes_received += expected;
-  return buffer;
-}
 
-template <class V>
-V unstage_value(const Engine& engine, const StagedItem& item, TransferStats& stats) {
-  V out;
-  out.state = item.state;
-  out.state.context_id = engine.context().id();
-  out.buffer = unstage_bytes(engine, item, value_bytes(engine.context(), item.state), stats);
-  return out;
-}
-
-SwitchKey unstage_key(const Engine& engine, const StagedItem& item, TransferStats& stats) {
-  if (item.digits != engine.context().key_digits()) {
-    throw CommunicatorError("received a key of " + std::to_string(item.digits) + " digits, this rank's context has " +
-                            std::to_string(engine.context().key_digits()));
+  StagedItem send(const Buffer& buffer, std::size_t bytes) {
+    StagedItem item;
+    item.size = bytes;
+    if (!device_) {
+      item.bytes.resize(bytes);
+      engine_.backend().download(buffer, item.bytes.data(), bytes);
+    }
+    stats_.bytes_sent += bytes;
+    return item;
   }
-  SwitchKey out;
-  out.context_id = engine.context().id();
-  out.digits = item.digits;
-  out.buffer = unstage_bytes(engine, item, key_bytes(engine.context()), stats);
-  return out;
-}
+  StagedItem send(const Value& value) {
+    StagedItem item = send(*value.buffer, value_bytes(engine_.context(), value.state));
+    item.state = value.state;
+    return item;
+  }
+  StagedItem send(const SwitchKey& key, std::uint32_t galois_element) {
+    StagedItem item = send(*key.buffer, key_bytes(engine_.context()));
+    item.digits = key.digits;
+    item.galois_element = galois_element;
+    return item;
+  }
+
+  // A buffer for `item` on this rank: filled now (staging) or by issue().
+  std::shared_ptr<Buffer> receive(const StagedItem& item, std::size_t expected) {
+    if (item.size != expected) {
+      throw CommunicatorError("received " + std::to_string(item.size) + " bytes, expected " + std::to_string(expected) +
+                              " for this rank's context");
+    }
+    std::shared_ptr<Buffer> buffer = engine_.backend().allocate(expected);
+    if (!device_) engine_.backend().upload(*buffer, item.bytes.data(), expected);
+    stats_.bytes_received += expected;
+    return buffer;
+  }
+
+  // The device broadcasts, in the order every rank lists them. Every rank
+  // first says whether it is ready (its receiving side built, or the error
+  // it met), so that none enters a device collective the others will not.
+  void issue(detail::Rendezvous& rendezvous, int rank, const std::vector<DeviceTransfer>& transfers,
+             const std::string& failure = {}) const {
+    if (!device_) {
+      if (!failure.empty()) throw CommunicatorError(failure);
+      return;
+    }
+    const auto all = rendezvous.exchange(rank, "ready", std::make_shared<std::string>(failure));
+    for (std::size_t r = 0; r < all->size(); ++r) {
+      const auto& theirs = *static_cast<const std::string*>((*all)[r].payload.get());
+      if (!theirs.empty())
+        throw CommunicatorError(static_cast<int>(r) == rank ? theirs : "rank " + std::to_string(r) + ": " + theirs);
+    }
+    if (transfers.empty()) return;
+    device_->group_begin();
+    for (const DeviceTransfer& t : transfers) device_->broadcast(*t.buffer, t.bytes, t.root);
+    device_->group_end();
+  }
+
+  template <class V>
+  V value(const StagedItem& item, std::vector<DeviceTransfer>& transfers, int from) {
+    V out;
+    out.state = item.state;
+    out.state.context_id = engine_.context().id();
+    out.buffer = receive(item, value_bytes(engine_.context(), item.state));
+    transfers.push_back({out.buffer.get(), item.size, from});
+    return out;
+  }
+
+  SwitchKey key(const StagedItem& item, std::vector<DeviceTransfer>& transfers, int from) {
+    if (item.digits != engine_.context().key_digits()) {
+      throw CommunicatorError("received a key of " + std::to_string(item.digits) + " digits, this rank's context has " +
+                              std::to_string(engine_.context().key_digits()));
+    }
+    SwitchKey out;
+    out.context_id = engine_.context().id();
+    out.digits = item.digits;
+    out.buffer = receive(item, key_bytes(engine_.context()));
+    transfers.push_back({out.buffer.get(), item.size, from});
+    return out;
+  }
+
+ private:
+  const Engine& engine_;
+  DeviceCommunicator* device_;
+  TransferStats& stats_;
+};
 
 // The sender's context must be this rank's, parameter for parameter.
 const Staged& checked(const Engine& engine, const void* payload, int from, int rank) {
@@ -103,10 +175,13 @@ std::string with_root(const char* operation, int root) {
   return std::string(operation) + " (root " + std::to_string(root) + ")";
 }
 
+Buffer* own(const std::shared_ptr<Buffer>& buffer) { return buffer.get(); }
+
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<detail::Rendezvous> rendezvous, int rank)
     : rendezvous_(std::move(rendezvous)), rank_(rank) {}
+Communicator::~Communicator() = default;
 
 int Communicator::size() const { return rendezvous_->size(); }
 
@@ -133,12 +208,35 @@ void Communicator::check_agreement(const std::string& what, const std::string& v
   if (!differ.empty()) throw CommunicatorError("the ranks disagree on " + what + ": " + differ.substr(2));
 }
 
+bool Communicator::connect(const Engine& engine) {
+  struct Offer {
+    std::string backend;
+    std::optional<CommunicatorId> id;
+  };
+  auto mine = std::make_shared<Offer>(Offer{engine.backend().name(), engine.backend().communicator_id()});
+  const auto all = rendezvous_->exchange(rank_, "connect", mine);
+  ++stats_.collectives;
+  for (const auto& c : *all) {
+    const auto& offer = *static_cast<const Offer*>(c.payload.get());
+    if (!offer.id || offer.backend != mine->backend) return false;  // every rank decides the same
+  }
+  const auto& root = *static_cast<const Offer*>((*all)[0].payload.get());
+  device_ = engine.backend().join_communicator(*root.id, size(), rank_, rendezvous_->timeout());
+  device_backend_ = &engine.backend();
+  return true;
+}
+
+DeviceCommunicator* Communicator::device_for(const Engine& engine) const {
+  return device_ && &engine.backend() == device_backend_ ? device_.get() : nullptr;
+}
+
 namespace {
 
-// Root-to-all of one staged batch; `unstage` turns the batch into the result.
-template <class Result, class Stage, class Unstage>
-Result broadcast_staged(detail::Rendezvous& rendezvous, const Engine& engine, int rank, int root, bool has_value,
-                        const char* operation, TransferStats& stats, Stage stage_on_root, Unstage unstage) {
+// Root-to-all of the items `send_on_root` lists; `make` builds the result
+// from the root's items (the root: from its own objects).
+template <class Result, class Send, class Make>
+Result broadcast_items(detail::Rendezvous& rendezvous, Mover& mover, int rank, int root, bool has_value,
+                       const char* operation, TransferStats& stats, Send send_on_root, Make make) {
   if (root < 0 || root >= rendezvous.size()) {
     throw InvalidArgumentError(std::string(operation) + ": root " + std::to_string(root) + " is not a rank of 0.." +
                                std::to_string(rendezvous.size() - 1));
@@ -149,42 +247,54 @@ Result broadcast_staged(detail::Rendezvous& rendezvous, const Engine& engine, in
         (rank == root ? " is the root and passed no value" : " is not the root and passed a value"));
   }
   std::shared_ptr<Staged> mine;
+  std::vector<DeviceTransfer> transfers;
   if (rank == root) {
     mine = std::make_shared<Staged>();
-    mine->context = context_fingerprint(engine.context());
-    stage_on_root(*mine);
+    mine->context = context_fingerprint(mover.engine().context());
+    send_on_root(*mine, transfers);
   }
   const auto all = rendezvous.exchange(rank, with_root(operation, root), mine);
   ++stats.collectives;
-  return unstage(checked(engine, (*all)[static_cast<std::size_t>(root)].payload.get(), root, rank));
+  return mover.receive_then_issue(rendezvous, rank, transfers, [&] {
+    return make(checked(mover.engine(), (*all)[static_cast<std::size_t>(root)].payload.get(), root, rank), transfers);
+  });
 }
 
 }  // namespace
 
-namespace {
 template <class V>
-V broadcast_value(detail::Rendezvous& rendezvous, const Engine& engine, int rank, int root, const V* value,
-                  TransferStats& stats) {
-  return broadcast_staged<V>(
-      rendezvous, engine, rank, root, value != nullptr, "broadcast", stats,
-      [&](Staged& s) { s.items.push_back(stage(engine, *value, stats)); },
-      [&](const Staged& s) { return rank == root ? *value : unstage_value<V>(engine, s.items[0], stats); });
+V Communicator::broadcast_value(const Engine& engine, const V* value, int root) {
+  Mover mover(engine, device_for(engine), stats_);
+  return broadcast_items<V>(
+      *rendezvous_, mover, rank_, root, value != nullptr, "broadcast", stats_,
+      [&](Staged& s, std::vector<DeviceTransfer>& t) {
+        s.items.push_back(mover.send(*value));
+        t.push_back({own(value->buffer), s.items.back().size, root});
+      },
+      [&](const Staged& s, std::vector<DeviceTransfer>& t) {
+        return rank_ == root ? *value : mover.value<V>(s.items[0], t, root);
+      });
 }
-}  // namespace
 
 Ciphertext Communicator::broadcast(const Engine& engine, const Ciphertext* value, int root) {
-  return broadcast_value(*rendezvous_, engine, rank_, root, value, stats_);
+  return broadcast_value(engine, value, root);
 }
 
 Plaintext Communicator::broadcast(const Engine& engine, const Plaintext* value, int root) {
-  return broadcast_value(*rendezvous_, engine, rank_, root, value, stats_);
+  return broadcast_value(engine, value, root);
 }
 
 SwitchKey Communicator::broadcast(const Engine& engine, const SwitchKey* key, int root) {
-  return broadcast_staged<SwitchKey>(
-      *rendezvous_, engine, rank_, root, key != nullptr, "broadcast of a key", stats_,
-      [&](Staged& s) { s.items.push_back(stage(engine, *key, 0, stats_)); },
-      [&](const Staged& s) { return rank_ == root ? *key : unstage_key(engine, s.items[0], stats_); });
+  Mover mover(engine, device_for(engine), stats_);
+  return broadcast_items<SwitchKey>(
+      *rendezvous_, mover, rank_, root, key != nullptr, "broadcast of a key", stats_,
+      [&](Staged& s, std::vector<DeviceTransfer>& t) {
+        s.items.push_back(mover.send(*key, 0));
+        t.push_back({own(key->buffer), s.items.back().size, root});
+      },
+      [&](const Staged& s, std::vector<DeviceTransfer>& t) {
+        return rank_ == root ? *key : mover.key(s.items[0], t, root);
+      });
 }
 
 RelinKey Communicator::broadcast(const Engine& engine, const RelinKey* key, int root) {
@@ -194,35 +304,42 @@ RelinKey Communicator::broadcast(const Engine& engine, const RelinKey* key, int 
 }
 
 GaloisKeys Communicator::broadcast(const Engine& engine, const GaloisKeys* keys, int root) {
-  return broadcast_staged<GaloisKeys>(
-      *rendezvous_, engine, rank_, root, keys != nullptr, "broadcast of Galois keys", stats_,
-      [&](Staged& s) {
-        for (const auto& [element, key] : keys->keys) s.items.push_back(stage(engine, key, element, stats_));
+  Mover mover(engine, device_for(engine), stats_);
+  return broadcast_items<GaloisKeys>(
+      *rendezvous_, mover, rank_, root, keys != nullptr, "broadcast of Galois keys", stats_,
+      [&](Staged& s, std::vector<DeviceTransfer>& t) {
+        for (const auto& [element, key] : keys->keys) {
+          s.items.push_back(mover.send(key, element));
+          t.push_back({own(key.buffer), s.items.back().size, root});
+        }
       },
-      [&](const Staged& s) {
+      [&](const Staged& s, std::vector<DeviceTransfer>& t) {
         if (rank_ == root) return *keys;
         GaloisKeys out;
         out.context_id = engine.context().id();
-        for (const StagedItem& item : s.items) out.keys[item.galois_element] = unstage_key(engine, item, stats_);
+        for (const StagedItem& item : s.items) out.keys[item.galois_element] = mover.key(item, t, root);
         return out;
       });
 }
 
+// Host staging always: only the root's value r goes to rank r (device
+// collectives here are broadcasts, which would send every value everywhere).
 Ciphertext Communicator::scatter(const Engine& engine, std::span<const Ciphertext> values, int root) {
   if (rank_ == root && values.size() != static_cast<std::size_t>(size())) {
     throw InvalidArgumentError("scatter: the root passed " + std::to_string(values.size()) +
                                " values, expected one per rank (" + std::to_string(size()) + ")");
   }
-  return broadcast_staged<Ciphertext>(
-      *rendezvous_, engine, rank_, root, !values.empty(), "scatter", stats_,
-      [&](Staged& s) {
+  Mover mover(engine, nullptr, stats_);
+  return broadcast_items<Ciphertext>(
+      *rendezvous_, mover, rank_, root, !values.empty(), "scatter", stats_,
+      [&](Staged& s, std::vector<DeviceTransfer>&) {
         for (int r = 0; r < size(); ++r) {
-          s.items.push_back(r == root ? StagedItem{} : stage(engine, values[static_cast<std::size_t>(r)], stats_));
+          s.items.push_back(r == root ? StagedItem{} : mover.send(values[static_cast<std::size_t>(r)]));
         }
       },
-      [&](const Staged& s) {
+      [&](const Staged& s, std::vector<DeviceTransfer>& t) {
         return rank_ == root ? values[static_cast<std::size_t>(root)]
-                             : unstage_value<Ciphertext>(engine, s.items[static_cast<std::size_t>(rank_)], stats_);
+                             : mover.value<Ciphertext>(s.items[static_cast<std::size_t>(rank_)], t, root);
       });
 }
 
@@ -232,41 +349,53 @@ std::vector<Ciphertext> Communicator::all_gather(const Engine& engine, const Cip
     ++stats_.collectives;
     return {value};
   }
+  Mover mover(engine, device_for(engine), stats_);
   auto mine = std::make_shared<Staged>();
   mine->context = context_fingerprint(engine.context());
-  mine->items.push_back(stage(engine, value, stats_));
+  mine->items.push_back(mover.send(value));
   const auto all = rendezvous_->exchange(rank_, "all_gather", mine);
   ++stats_.collectives;
-  std::vector<Ciphertext> out;
-  for (int r = 0; r < size(); ++r) {
-    const Staged& s = checked(engine, (*all)[static_cast<std::size_t>(r)].payload.get(), r, rank_);
-    out.push_back(r == rank_ ? value : unstage_value<Ciphertext>(engine, s.items[0], stats_));
-  }
-  return out;
+  std::vector<DeviceTransfer> transfers;
+  return mover.receive_then_issue(*rendezvous_, rank_, transfers, [&] {
+    std::vector<Ciphertext> out;
+    for (int r = 0; r < size(); ++r) {
+      const Staged& s = checked(engine, (*all)[static_cast<std::size_t>(r)].payload.get(), r, rank_);
+      if (r == rank_) {
+        out.push_back(value);
+        transfers.push_back({own(value.buffer), s.items[0].size, r});
+      } else {
+        out.push_back(mover.value<Ciphertext>(s.items[0], transfers, r));
+      }
+    }
+    return out;
+  });
 }
 
+// Host staging always, as scatter.
 std::vector<Ciphertext> Communicator::gather(const Engine& engine, const Ciphertext& value, int root) {
   if (root < 0 || root >= size()) {
     throw InvalidArgumentError("gather: root " + std::to_string(root) + " is not a rank of 0.." +
                                std::to_string(size() - 1));
   }
+  Mover mover(engine, nullptr, stats_);
   std::shared_ptr<Staged> mine;
   if (rank_ != root) {
     mine = std::make_shared<Staged>();
     mine->context = context_fingerprint(engine.context());
-    mine->items.push_back(stage(engine, value, stats_));
+    mine->items.push_back(mover.send(value));
   }
   const auto all = rendezvous_->exchange(rank_, with_root("gather", root), mine);
   ++stats_.collectives;
   std::vector<Ciphertext> out;
   if (rank_ != root) return out;
+  std::vector<DeviceTransfer> unused;
   for (int r = 0; r < size(); ++r) {
     if (r == root) {
       out.push_back(value);
       continue;
     }
     const Staged& s = checked(engine, (*all)[static_cast<std::size_t>(r)].payload.get(), r, rank_);
-    out.push_back(unstage_value<Ciphertext>(engine, s.items[0], stats_));
+    out.push_back(mover.value<Ciphertext>(s.items[0], unused, r));
   }
   return out;
 }

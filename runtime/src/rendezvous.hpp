@@ -24,6 +24,7 @@ class Rendezvous {
  public:
   Rendezvous(int ranks, std::chrono::milliseconds timeout);
   int size() const { return ranks_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
 
   // Leaves `payload` for `operation` and returns every rank's contribution,
   // in rank order, once all have arrived. Throws CommunicatorError when the

@@ -1,12 +1,16 @@
-// DeviceGroup and its collectives on several cpu backends (one per rank):
-// every moved value bit-identical to the sent one, sums equal to one
-// engine's, and every failure a CommunicatorError naming the rank.
+// DeviceGroup and its collectives on several cpu backends (one per rank),
+// staged through the host and through the cpu backends' device collectives
+// (linked, and through the plugin ABI): every moved value bit-identical to
+// the sent one, sums equal to one engine's, and every failure a
+// CommunicatorError naming the rank.
 #include "fhelium/runtime/device_group.hpp"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "fhelium/backend/forwarding_backend.hpp"
+#include "fhelium/plugins/loader.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::runtime {
@@ -15,29 +19,49 @@ namespace {
 using test::Fixture;
 using test::Message;
 
+// How the data moves: host staging, or the cpu backends' device collectives
+// (linked into this program, or loaded as the plugin: through the C ABI).
+enum class Transport { staging, cpu_collectives, plugin_collectives };
+
+std::shared_ptr<Backend> backend_for(Transport t) {
+  return t == Transport::plugin_collectives ? load_backend("cpu") : cpu::make_cpu_backend({1});
+}
+
 struct Group {
-  explicit Group(const CkksParameters& params, int ranks) : fx(params) {
+  explicit Group(const CkksParameters& params, int ranks, Transport t = Transport::staging)
+      : transport(t), fx(params, 1, 0, backend_for(t)) {
     engines.push_back(&fx.engine);
     for (int r = 1; r < ranks; ++r) {
-      owned.push_back(std::make_unique<Engine>(fx.context, cpu::make_cpu_backend({1})));
+      owned.push_back(std::make_unique<Engine>(fx.context, backend_for(t)));
       engines.push_back(owned.back().get());
     }
   }
-  const Engine& engine(const Communicator& c) const { return *engines[static_cast<std::size_t>(c.rank())]; }
+  // The engine of c's rank, with the device collectives joined when the transport has them.
+  const Engine& engine(Communicator& c) const {
+    const Engine& e = *engines[static_cast<std::size_t>(c.rank())];
+    if (transport != Transport::staging && !c.connected()) {
+      EXPECT_TRUE(c.connect(e));
+    }
+    return e;
+  }
   std::vector<u64> residues(const Engine& e, const Value& v) const { return e.download(v).data; }
 
+  Transport transport;
   Fixture fx;
   std::vector<std::unique_ptr<Engine>> owned;
   std::vector<const Engine*> engines;
 };
 
-class DeviceGroupWords : public ::testing::TestWithParam<bool> {
+class DeviceGroupWords : public ::testing::TestWithParam<std::tuple<bool, Transport>> {
  protected:
-  CkksParameters params() const { return GetParam() ? test::small_int32_params(11) : test::small_params(11, 3); }
+  CkksParameters params() const {
+    return std::get<0>(GetParam()) ? test::small_int32_params(11) : test::small_params(11, 3);
+  }
+  Transport transport() const { return std::get<1>(GetParam()); }
 };
 
 TEST_P(DeviceGroupWords, BroadcastGivesEveryRankTheRootsResiduesAndWorkingKeys) {
-  Group g(params(), 3);
+  Group g(params(), 3, transport());
   const Message m1 = g.fx.random_message(1.0), m2 = g.fx.random_message(1.0);
   const Ciphertext a = g.fx.encrypt(m1), b = g.fx.encrypt(m2);
   const Plaintext p = g.fx.plaintext(m2, g.fx.context->max_level(), g.fx.scale());
@@ -67,11 +91,11 @@ TEST_P(DeviceGroupWords, BroadcastGivesEveryRankTheRootsResiduesAndWorkingKeys) 
   EXPECT_GT(stats[0].bytes_sent, 0u);
   EXPECT_EQ(stats[0].bytes_received, 0u);
   EXPECT_EQ(stats[1].bytes_received, stats[0].bytes_sent);
-  EXPECT_EQ(stats[2].collectives, 5u);
+  EXPECT_EQ(stats[2].collectives, transport() == Transport::staging ? 5u : 6u);  // and connect
 }
 
 TEST_P(DeviceGroupWords, ScatterGatherAndAllGatherMoveEachValueUnchanged) {
-  Group g(params(), 3);
+  Group g(params(), 3, transport());
   std::vector<Ciphertext> values;
   std::vector<std::vector<u64>> expected;
   for (int r = 0; r < 3; ++r) {
@@ -105,7 +129,7 @@ TEST_P(DeviceGroupWords, ScatterGatherAndAllGatherMoveEachValueUnchanged) {
 }
 
 TEST_P(DeviceGroupWords, AllReduceSumEqualsOneEnginesSumOnEveryRank) {
-  Group g(params(), 3);
+  Group g(params(), 3, transport());
   std::vector<Ciphertext> values;
   Message expected_message(g.fx.slots());
   for (int r = 0; r < 3; ++r) {
@@ -129,8 +153,17 @@ TEST_P(DeviceGroupWords, AllReduceSumEqualsOneEnginesSumOnEveryRank) {
   EXPECT_LT(test::max_error(expected_message, got), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Words, DeviceGroupWords, ::testing::Bool(),
-                         [](const auto& word) { return word.param ? "Int32" : "Int64"; });
+std::string case_name(const ::testing::TestParamInfo<std::tuple<bool, Transport>>& info) {
+  static const char* const transports[] = {"Staged", "CpuCollectives", "PluginCollectives"};
+  return std::string(std::get<0>(info.param) ? "Int32" : "Int64") +
+         transports[static_cast<int>(std::get<1>(info.param))];
+}
+
+INSTANTIATE_TEST_SUITE_P(Words, DeviceGroupWords,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(Transport::staging, Transport::cpu_collectives,
+                                                              Transport::plugin_collectives)),
+                         case_name);
 
 TEST(DeviceGroupErrors, RanksCallingDifferentCollectivesFailByName) {
   Group g(test::small_params(10, 2), 2);
@@ -239,6 +272,55 @@ TEST(DeviceGroupErrors, AllReduceOfDifferentStatesAndBadArgumentsAreRefused) {
   }),
                InvalidArgumentError);
   EXPECT_THROW(DeviceGroup(0), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace fhelium::runtime
+
+namespace fhelium::runtime {
+namespace {
+
+// A cpu backend that offers no device collectives.
+class NoCollectives final : public ForwardingBackend {
+ public:
+  NoCollectives() : ForwardingBackend(cpu::make_cpu_backend({1})) {}
+  std::optional<CommunicatorId> communicator_id() override { return std::nullopt; }
+};
+
+TEST(DeviceGroupConnect, StaysOnHostStagingUnlessEveryRanksBackendHasCollectives) {
+  Group g(test::small_params(10, 2), 2);
+  const Engine without(g.fx.context, std::make_shared<NoCollectives>());
+  const Ciphertext a = g.fx.encrypt(g.fx.random_message(1.0));
+  std::vector<std::vector<u64>> got(2);
+  DeviceGroup(2).run([&](Communicator& c) {
+    const Engine& e = c.rank() == 0 ? g.fx.engine : without;
+    EXPECT_FALSE(c.connect(e));
+    EXPECT_FALSE(c.connected());
+    got[static_cast<std::size_t>(c.rank())] = e.download(c.broadcast(e, c.rank() == 0 ? &a : nullptr, 0)).data;
+  });
+  EXPECT_TRUE(got[1] == got[0]);
+}
+
+// With device collectives, a rank that cannot receive tells the others
+// before any device broadcast starts: an error, not a hang.
+TEST(DeviceGroupConnect, ARankThatCannotReceiveFailsEveryRankBeforeTheDeviceBroadcast) {
+  Group g(test::small_params(10, 2), 2, Transport::cpu_collectives);
+  Fixture other(test::small_params(10, 3), 1, 0, cpu::make_cpu_backend({1}));
+  const Ciphertext a = g.fx.encrypt(g.fx.random_message(1.0));
+  GroupOptions options;
+  options.timeout = std::chrono::seconds(20);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    DeviceGroup(2, options).run([&](Communicator& c) {
+      const Engine& e = c.rank() == 0 ? g.fx.engine : other.engine;
+      EXPECT_TRUE(c.connect(e));
+      c.broadcast(e, c.rank() == 0 ? &a : nullptr, 0);
+    });
+    FAIL() << "expected a CommunicatorError";
+  } catch (const CommunicatorError& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks' parameters differ"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ TEST(PipelineDevices, ProgramModeOnThreeDevicesGivesTheOneDeviceResidues) {
   ASSERT_TRUE(three.data_parallel);
   EXPECT_EQ(three.data_parallel->devices, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(three.data_parallel->repetitions, (std::vector<int>{2, 2, 1}));
+  EXPECT_EQ(three.data_parallel->transport, "device collectives");  // the cpu backends' memory copies
   EXPECT_GT(three.data_parallel->bytes_moved, 0u);  // the keys, to ranks 1 and 2
   EXPECT_GT(three.data_parallel->repetitions_per_second, 0.0);
   EXPECT_EQ(three.total_ms.size(), 5u);

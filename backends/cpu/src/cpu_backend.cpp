@@ -5,10 +5,11 @@
 #include <cstring>
 #include <string>
 
+#include "cpu_communicator.hpp"
 #include "cpu_types.hpp"
-#include "fhelium/error.hpp"
 #include "fhelium/backend/limb_kernels.hpp"
 #include "fhelium/backend/recording_backend.hpp"
+#include "fhelium/error.hpp"
 #include "keyswitch.hpp"
 #include "parallel.hpp"
 
@@ -56,6 +57,12 @@ class CpuBackend final : public Backend {
   }
 
   MemoryUsage memory_usage() const override { return pool_->usage(); }
+
+  std::optional<CommunicatorId> communicator_id() override { return new_communicator_id(); }
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                        std::chrono::milliseconds timeout) override {
+    return join_cpu_communicator(id, ranks, rank, timeout);
+  }
 
   void add(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     with_word(bc.context(),

@@ -22,7 +22,8 @@
  * appends upload_filled; 1.5 appends timing events to the STREAMS extension
  * (event_create_timing, event_elapsed) and end_event to FheliumAsyncArgs;
  * 1.6 stores a 32-bit context's residues in 4-byte words (word_bits 32): the
- * host gives a 32-bit context only to plugins of 1.6 or later.
+ * host gives a 32-bit context only to plugins of 1.6 or later; 1.7 adds
+ * FHELIUM_EXTENSION_COLLECTIVES (device-to-device broadcasts between ranks).
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -41,7 +42,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 6
+#define FHELIUM_ABI_MINOR 7
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -54,6 +55,8 @@ typedef struct FheliumBuffer FheliumBuffer;         /* backend memory */
 typedef struct FheliumStream FheliumStream;         /* an ordering queue (a CUDA stream) */
 typedef struct FheliumEvent FheliumEvent;           /* a point in a stream's work */
 typedef struct FheliumRecording FheliumRecording;   /* a captured schedule (a CUDA Graph) */
+/* Since ABI 1.7 (FHELIUM_EXTENSION_COLLECTIVES): */
+typedef struct FheliumCommunicator FheliumCommunicator; /* one rank's collectives (an NCCL communicator) */
 
 typedef enum FheliumErrorCode {
   FHELIUM_ERROR_INVALID_ARGUMENT = 1,
@@ -67,7 +70,8 @@ typedef enum FheliumErrorCode {
 /* Optional capabilities are extensions chained from FheliumBackendApi. */
 typedef enum FheliumExtensionType {
   FHELIUM_EXTENSION_DEVICE_INFO = 1,
-  FHELIUM_EXTENSION_STREAMS = 2    /* since ABI 1.1 */
+  FHELIUM_EXTENSION_STREAMS = 2,   /* since ABI 1.1 */
+  FHELIUM_EXTENSION_COLLECTIVES = 3 /* since ABI 1.7 */
 } FheliumExtensionType;
 
 typedef struct FheliumExtension {
@@ -239,6 +243,41 @@ typedef struct FheliumStreamsExtension {
    * between them, on the backend's own clock. */
   FheliumError* (*event_elapsed)(FheliumAsyncArgs* args);
 } FheliumStreamsExtension;
+
+typedef struct FheliumCollectiveArgs {
+  size_t struct_size;
+  const FheliumExtension* extension_start;
+  FheliumBackend* backend;
+  uint8_t id[128];                   /* communicator_id: out; communicator_join: in */
+  int32_t ranks;                     /* communicator_join */
+  int32_t rank;                      /* communicator_join */
+  uint64_t timeout_ms;               /* communicator_join: fail after this long */
+  FheliumCommunicator* communicator; /* communicator_join: out; the others: in */
+  FheliumBuffer* buffer;             /* broadcast */
+  size_t bytes;                      /* broadcast */
+  int32_t root;                      /* broadcast */
+} FheliumCollectiveArgs;
+
+/* FHELIUM_EXTENSION_COLLECTIVES (ABI 1.7): device-to-device collectives
+ * between backends of this plugin, one per rank, mirroring
+ * fhelium::Backend::communicator_id / join_communicator and
+ * fhelium::DeviceCommunicator. Every rank calls the same collectives in the
+ * same order. */
+typedef struct FheliumCollectivesExtension {
+  FheliumExtension base;
+  /* backend. out: id, naming a new communicator (made by one rank). */
+  FheliumError* (*communicator_id)(FheliumCollectiveArgs* args);
+  /* backend, id, ranks, rank, timeout_ms: returns once every rank has
+   * joined. out: communicator, owned by the caller (communicator_destroy). */
+  FheliumError* (*communicator_join)(FheliumCollectiveArgs* args);
+  void (*communicator_destroy)(FheliumCommunicator* communicator);
+  /* communicator, buffer, bytes, root: the root's bytes into every rank's
+   * buffer, ordered on the backend's stream. */
+  FheliumError* (*broadcast)(FheliumCollectiveArgs* args);
+  /* communicator: the collectives between them are issued as one. */
+  FheliumError* (*group_begin)(FheliumCollectiveArgs* args);
+  FheliumError* (*group_end)(FheliumCollectiveArgs* args);
+} FheliumCollectivesExtension;
 
 typedef FheliumError* (*FheliumOpFn)(FheliumOpArgs* args);
 

@@ -14,10 +14,13 @@
 // the Backend virtuals create_stream, create_event, record_event, wait_event,
 // synchronize_event, copy, memory_usage, supports_capture, capturing,
 // begin_capture and end_capture: a backend that overrides them gets them
-// across the boundary, one that does not gets the Backend defaults.
+// across the boundary, one that does not gets the Backend defaults. The
+// COLLECTIVES extension (ABI 1.7) likewise carries communicator_id and
+// join_communicator (an empty id: the backend has none).
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +65,10 @@ struct FheliumEvent {
 struct FheliumRecording {
   std::shared_ptr<fhelium::Backend> backend;
   std::unique_ptr<fhelium::Recording> impl;
+};
+struct FheliumCommunicator {
+  std::shared_ptr<fhelium::Backend> backend;
+  std::unique_ptr<fhelium::DeviceCommunicator> impl;
 };
 
 namespace fhelium::sdk {
@@ -119,7 +127,8 @@ FheliumError* run_op(FheliumOpArgs* args, Body&& body) noexcept {
 template <class Body>
 FheliumError* run_async(FheliumAsyncArgs* args, const char* what, bool needs_backend, Body&& body) noexcept {
   if (!FHELIUM_SDK_HAS_FIELD(args, FheliumAsyncArgs, values)) {
-    return guarded([&] { throw InvalidArgumentError(std::string(what) + ": arguments missing or too small for ABI 1.1"); });
+    return guarded(
+        [&] { throw InvalidArgumentError(std::string(what) + ": arguments missing or too small for ABI 1.1"); });
   }
   args->stream_out = nullptr;
   args->event_out = nullptr;
@@ -155,7 +164,8 @@ struct Api {
   static int32_t error_code(const FheliumError* e) { return e ? e->code : 0; }
 
   static FheliumError* backend_create(FheliumBackendCreateArgs* args) {
-    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumBackendCreateArgs, backend)) return invalid("backend_create: bad arguments");
+    if (!FHELIUM_SDK_HAS_FIELD(args, FheliumBackendCreateArgs, backend))
+      return invalid("backend_create: bad arguments");
     args->backend = nullptr;
     return guarded([&] {
       auto impl = F(args->device);
@@ -229,13 +239,18 @@ struct Api {
   }
 
   static FheliumError* add(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.add(c, poly(x.out), poly(x.a), poly(x.b)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.add(c, poly(x.out), poly(x.a), poly(x.b));
+    });
   }
   static FheliumError* sub(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.sub(c, poly(x.out), poly(x.a), poly(x.b)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.sub(c, poly(x.out), poly(x.a), poly(x.b));
+    });
   }
   static FheliumError* negate(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.negate(c, poly(x.out), poly(x.a)); });
+    return run_op(
+        a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.negate(c, poly(x.out), poly(x.a)); });
   }
   static FheliumError* add_constant(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
@@ -248,25 +263,37 @@ struct Api {
     });
   }
   static FheliumError* multiply_plain(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.multiply_plain(c, poly(x.out), poly(x.a), poly(x.b)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.multiply_plain(c, poly(x.out), poly(x.a), poly(x.b));
+    });
   }
   static FheliumError* multiply(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.multiply(c, poly(x.out), poly(x.a), poly(x.b)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.multiply(c, poly(x.out), poly(x.a), poly(x.b));
+    });
   }
   static FheliumError* to_ntt(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.to_ntt(c, poly(x.out), poly(x.a)); });
+    return run_op(
+        a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.to_ntt(c, poly(x.out), poly(x.a)); });
   }
   static FheliumError* to_coefficient(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.to_coefficient(c, poly(x.out), poly(x.a)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.to_coefficient(c, poly(x.out), poly(x.a));
+    });
   }
   static FheliumError* rescale(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.rescale(c, poly(x.out), poly(x.a)); });
+    return run_op(
+        a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.rescale(c, poly(x.out), poly(x.a)); });
   }
   static FheliumError* drop_limbs(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.drop_limbs(c, poly(x.out), poly(x.a)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.drop_limbs(c, poly(x.out), poly(x.a));
+    });
   }
   static FheliumError* relinearize(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.relinearize(c, poly(x.out), poly(x.a), key(x.key)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.relinearize(c, poly(x.out), poly(x.a), key(x.key));
+    });
   }
   static FheliumError* multiply_relinearize(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
@@ -274,7 +301,9 @@ struct Api {
     });
   }
   static FheliumError* mod_raise(FheliumOpArgs* a) {
-    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) { be.mod_raise(c, poly(x.out), poly(x.a)); });
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.mod_raise(c, poly(x.out), poly(x.a));
+    });
   }
   static FheliumError* rotate(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
@@ -350,9 +379,8 @@ struct Api {
     });
   }
   static FheliumError* event_synchronize(FheliumAsyncArgs* args) {
-    return run_async(args, "event_synchronize", true, [](FheliumAsyncArgs& a) {
-      a.backend->impl->synchronize_event(event_of(a, "event_synchronize"));
-    });
+    return run_async(args, "event_synchronize", true,
+                     [](FheliumAsyncArgs& a) { a.backend->impl->synchronize_event(event_of(a, "event_synchronize")); });
   }
   static FheliumError* copy(FheliumAsyncArgs* args) {
     return run_async(args, "copy", true, [](FheliumAsyncArgs& a) {
@@ -400,27 +428,131 @@ struct Api {
   }
   static void recording_destroy(FheliumRecording* r) { delete r; }
 
+  // ---- COLLECTIVES (ABI 1.7) ----
+
+  template <class Body>
+  static FheliumError* run_collective(FheliumCollectiveArgs* args, const char* what, Body&& body) noexcept {
+    return guarded([&] {
+      if (!FHELIUM_SDK_HAS_FIELD(args, FheliumCollectiveArgs, root)) {
+        throw InvalidArgumentError(std::string(what) + ": arguments missing or too small for ABI 1.7");
+      }
+      body(*args);
+    });
+  }
+  static DeviceCommunicator& communicator_of(const FheliumCollectiveArgs& a, const char* what) {
+    if (a.communicator == nullptr || !a.communicator->impl) {
+      throw InvalidArgumentError(std::string(what) + ": no communicator");
+    }
+    return *a.communicator->impl;
+  }
+  static FheliumError* communicator_id(FheliumCollectiveArgs* args) {
+    return run_collective(args, "communicator_id", [](FheliumCollectiveArgs& a) {
+      if (a.backend == nullptr) throw InvalidArgumentError("communicator_id: no backend");
+      const std::optional<CommunicatorId> id = a.backend->impl->communicator_id();
+      if (!id) throw BackendError("backend '" + a.backend->impl->name() + "' has no device collectives");
+      std::memcpy(a.id, id->data(), id->size());
+    });
+  }
+  static FheliumError* communicator_join(FheliumCollectiveArgs* args) {
+    return run_collective(args, "communicator_join", [](FheliumCollectiveArgs& a) {
+      if (a.backend == nullptr) throw InvalidArgumentError("communicator_join: no backend");
+      CommunicatorId id;
+      std::memcpy(id.data(), a.id, id.size());
+      auto handle = std::make_unique<FheliumCommunicator>();
+      handle->backend = a.backend->impl;
+      handle->impl = a.backend->impl->join_communicator(id, a.ranks, a.rank, std::chrono::milliseconds(a.timeout_ms));
+      if (!handle->impl) throw BackendError("join_communicator returned nothing");
+      a.communicator = handle.release();
+    });
+  }
+  static void communicator_destroy(FheliumCommunicator* c) { delete c; }
+  static FheliumError* broadcast(FheliumCollectiveArgs* args) {
+    return run_collective(args, "broadcast", [](FheliumCollectiveArgs& a) {
+      if (a.buffer == nullptr || !a.buffer->impl) throw InvalidArgumentError("broadcast: no buffer");
+      communicator_of(a, "broadcast").broadcast(*a.buffer->impl, a.bytes, a.root);
+    });
+  }
+  static FheliumError* group_begin(FheliumCollectiveArgs* args) {
+    return run_collective(args, "group_begin",
+                          [](FheliumCollectiveArgs& a) { communicator_of(a, "group_begin").group_begin(); });
+  }
+  static FheliumError* group_end(FheliumCollectiveArgs* args) {
+    return run_collective(args, "group_end",
+                          [](FheliumCollectiveArgs& a) { communicator_of(a, "group_end").group_end(); });
+  }
+
   static const FheliumBackendApi* table(const char* name, const char* version) {
+    static const FheliumCollectivesExtension collectives{
+        {sizeof(FheliumCollectivesExtension), FHELIUM_EXTENSION_COLLECTIVES, nullptr},
+        &communicator_id,
+        &communicator_join,
+        &communicator_destroy,
+        &broadcast,
+        &group_begin,
+        &group_end};
     static const FheliumStreamsExtension streams{
-        {sizeof(FheliumStreamsExtension), FHELIUM_EXTENSION_STREAMS, nullptr},
-        &stream_create, &stream_destroy, &event_create, &event_destroy, &event_record, &stream_wait_event,
-        &event_synchronize, &copy, &memory_usage, &capture_query, &capture_begin, &capture_end,
-        &recording_launch, &recording_info, &recording_destroy, &event_create_timing, &event_elapsed};
+        {sizeof(FheliumStreamsExtension), FHELIUM_EXTENSION_STREAMS, &collectives.base},
+        &stream_create,
+        &stream_destroy,
+        &event_create,
+        &event_destroy,
+        &event_record,
+        &stream_wait_event,
+        &event_synchronize,
+        &copy,
+        &memory_usage,
+        &capture_query,
+        &capture_begin,
+        &capture_end,
+        &recording_launch,
+        &recording_info,
+        &recording_destroy,
+        &event_create_timing,
+        &event_elapsed};
     static const FheliumDeviceInfoExtension device_info{
         {sizeof(FheliumDeviceInfoExtension), FHELIUM_EXTENSION_DEVICE_INFO, &streams.base}, &describe_devices};
-    static const FheliumBackendApi api{
-        sizeof(FheliumBackendApi), &device_info.base, FHELIUM_ABI_MAJOR, FHELIUM_ABI_MINOR, name, version,
-        &error_destroy, &error_message, &error_code, &backend_create, &backend_destroy, &context_create,
-        &context_destroy, &buffer_create, &buffer_destroy, &upload, &download, &synchronize, &add, &sub, &negate,
-        &add_constant, &multiply_constant, &multiply_plain, &multiply, &to_ntt, &to_coefficient, &rescale,
-        &drop_limbs, &relinearize, &rotate, &rotate_hoisted, &multiply_relinearize, &mod_raise, &upload_filled};
+    static const FheliumBackendApi api{sizeof(FheliumBackendApi),
+                                       &device_info.base,
+                                       FHELIUM_ABI_MAJOR,
+                                       FHELIUM_ABI_MINOR,
+                                       name,
+                                       version,
+                                       &error_destroy,
+                                       &error_message,
+                                       &error_code,
+                                       &backend_create,
+                                       &backend_destroy,
+                                       &context_create,
+                                       &context_destroy,
+                                       &buffer_create,
+                                       &buffer_destroy,
+                                       &upload,
+                                       &download,
+                                       &synchronize,
+                                       &add,
+                                       &sub,
+                                       &negate,
+                                       &add_constant,
+                                       &multiply_constant,
+                                       &multiply_plain,
+                                       &multiply,
+                                       &to_ntt,
+                                       &to_coefficient,
+                                       &rescale,
+                                       &drop_limbs,
+                                       &relinearize,
+                                       &rotate,
+                                       &rotate_hoisted,
+                                       &multiply_relinearize,
+                                       &mod_raise,
+                                       &upload_filled};
     return &api;
   }
 };
 
 }  // namespace fhelium::sdk
 
-#define FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(NAME, VERSION, FACTORY, DESCRIBE)                      \
+#define FHELIUM_DEFINE_BACKEND_PLUGIN_WITH_DEVICES(NAME, VERSION, FACTORY, DESCRIBE)                     \
   extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fhelium_backend_api(void) { \
     return ::fhelium::sdk::Api<FACTORY, DESCRIBE>::table(NAME, VERSION);                                 \
   }

@@ -477,8 +477,8 @@ class Compiler {
       const ValueState& from = b().state(p);
       if (from.level < target.level || (!same_scale(from.scale, target.scale) && from.level < target.level + 1)) {
         refuse("align: " + label(p) + " is at level " + std::to_string(from.level) + "; reaching " +
-               label(it->second.ref) + " (" + state_text(target) + ") needs level " +
-               std::to_string(target.level + 1) + " or higher (one level is used to set the scale)");
+               label(it->second.ref) + " (" + state_text(target) + ") needs level " + std::to_string(target.level + 1) +
+               " or higher (one level is used to set the scale)");
       }
       return unary(circuits::align(b(), p, target.level, target.scale));
     }
@@ -611,9 +611,9 @@ class Compiler {
   Compiled out_;
   std::size_t slots_ = 0;
   std::size_t step_ = 0;
-  std::vector<ValueRef> operands_;       // the current step's ciphertext operands
-  std::map<int, std::string> names_;     // value id -> input or step result name
-  std::map<int, std::string> labels_;    // value id -> "'name'" for inputs and step results
+  std::vector<ValueRef> operands_;     // the current step's ciphertext operands
+  std::map<int, std::string> names_;   // value id -> input or step result name
+  std::map<int, std::string> labels_;  // value id -> "'name'" for inputs and step results
   std::optional<std::size_t> state_failure_;
 };
 
@@ -634,9 +634,9 @@ class Compiler {
   }
   throw PipelineError(s.mark, s.key,
                       "step '" + s.name + "' (" + s.op + ") goes below level 0: the calculation needs depth " +
-                          std::to_string(need) + " but the parameters give " + std::to_string(have) +
-                          " levels; add " + std::to_string(more) + " prime" + (more == 1 ? "" : "s") +
-                          " to params.q_bits" + (suggestion.empty() ? std::string() : " or use the preset " + suggestion) +
+                          std::to_string(need) + " but the parameters give " + std::to_string(have) + " levels; add " +
+                          std::to_string(more) + " prime" + (more == 1 ? "" : "s") + " to params.q_bits" +
+                          (suggestion.empty() ? std::string() : " or use the preset " + suggestion) +
                           (s.op == "polynomial" ? ", or lower the polynomial's degree" : ""));
 }
 

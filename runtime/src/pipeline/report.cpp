@@ -148,7 +148,8 @@ std::string PipelineReport::to_json() const {
                             {"wall_ms", data_parallel->wall_ms},
                             {"repetitions_per_second", data_parallel->repetitions_per_second},
                             {"key_broadcast_ms", data_parallel->key_broadcast_ms},
-                            {"bytes_moved", data_parallel->bytes_moved}};
+                            {"bytes_moved", data_parallel->bytes_moved},
+                            {"transport", data_parallel->transport}};
   }
   json::object doc{
       {"pipeline", name},

@@ -480,6 +480,8 @@ class Runner {
       const std::unique_ptr<Engine> own = r == 0 ? nullptr : std::make_unique<Engine>(context_, backends[r]);
       const Engine& engine = r == 0 ? *engine_ : *own;
       comm.check_agreement("the program", prepared_->program().print());
+      const bool device_collectives = comm.connect(engine);
+      if (r == 0) dp.transport = device_collectives ? "device collectives" : "host staging";
       const auto keys_start = Clock::now();
       std::optional<EvaluationKeys> received;
       const KeyRequirements needed = prepared_->required_keys();

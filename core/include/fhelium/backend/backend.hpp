@@ -13,6 +13,7 @@
 // only where stated.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -61,6 +62,25 @@ class HostClockEvent : public Event {
 
 // A captured schedule: the operations issued between begin_capture and
 // end_capture, replayable with the same buffers (a CUDA Graph on the GPU).
+// One rank's device-to-device collectives (Backend::join_communicator).
+// Every rank calls the same collectives in the same order, each with its
+// own buffer of the same size.
+class DeviceCommunicator {
+ public:
+  virtual ~DeviceCommunicator() = default;
+  // The root's `bytes` into every other rank's buffer, ordered on the
+  // backend's stream (the host does not wait).
+  virtual void broadcast(Buffer& buffer, std::size_t bytes, int root) = 0;
+  // The collectives between group_begin and group_end are issued as one
+  // (several broadcasts with different roots: an all-gather; NCCL needs
+  // the group, since a rank is a root of one and a receiver of the others).
+  virtual void group_begin() {}
+  virtual void group_end() {}
+};
+
+// Names one communicator: made by one rank, passed to every rank.
+using CommunicatorId = std::array<std::uint8_t, 128>;
+
 class Recording {
  public:
   virtual ~Recording() = default;
@@ -133,6 +153,15 @@ class Backend {
   virtual void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream);
   virtual MemoryUsage memory_usage() const { return {}; }
 
+  // Device collectives between backends of this kind (NCCL on cuda, memory
+  // copies between cpu backends of one process): one rank asks for an id,
+  // every rank joins with it; join returns once all `ranks` have joined and
+  // throws BackendError after `timeout`. nullopt: none, and the runtime
+  // stages through host memory (fhelium/runtime/device_group.hpp).
+  virtual std::optional<CommunicatorId> communicator_id() { return std::nullopt; }
+  virtual std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                                std::chrono::milliseconds timeout);
+
   // Operations issued between begin_capture and end_capture are recorded,
   // not run. Buffers allocated meanwhile belong to the recording (reused
   // after they are released, in issue order). upload, download, synchronize,
@@ -156,8 +185,7 @@ class Backend {
   virtual void multiply_constant(const BackendContext&, const PolyArg& out, const PolyArg& a,
                                  std::span<const std::uint64_t> residues) = 0;
   // Every component of a times the one-component plaintext p; NTT domain.
-  virtual void multiply_plain(const BackendContext&, const PolyArg& out, const PolyArg& a,
-                              const PolyArg& p) = 0;
+  virtual void multiply_plain(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& p) = 0;
   // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); NTT domain.
   virtual void multiply(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b) = 0;
 
@@ -186,12 +214,11 @@ class Backend {
   virtual void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                     const KeyArg& key);
   // (c0, c1) -> (g(c0), 0) + KeySwitch(g(c1)) for X -> X^g; NTT domain.
-  virtual void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a,
-                      std::uint32_t galois_element, const KeyArg& key) = 0;
+  virtual void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
+                      const KeyArg& key) = 0;
   // Several rotations of one ciphertext sharing one ModUp.
   virtual void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
-                              std::span<const std::uint32_t> galois_elements,
-                              std::span<const KeyArg> keys) = 0;
+                              std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) = 0;
 };
 
 }  // namespace fhelium

@@ -40,6 +40,11 @@ class ForwardingBackend : public Backend {
     inner_->copy(dst, src, bytes, stream);
   }
   MemoryUsage memory_usage() const override { return inner_->memory_usage(); }
+  std::optional<CommunicatorId> communicator_id() override { return inner_->communicator_id(); }
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                        std::chrono::milliseconds timeout) override {
+    return inner_->join_communicator(id, ranks, rank, timeout);
+  }
   bool supports_capture() const override { return inner_->supports_capture(); }
   bool capturing() const override { return inner_->capturing(); }
   void begin_capture() override { inner_->begin_capture(); }
@@ -74,7 +79,9 @@ class ForwardingBackend : public Backend {
   void drop_limbs(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     inner_->drop_limbs(c, out, a);
   }
-  void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override { inner_->mod_raise(c, out, a); }
+  void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
+    inner_->mod_raise(c, out, a);
+  }
   void relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const KeyArg& key) override {
     inner_->relinearize(c, out, a, key);
   }

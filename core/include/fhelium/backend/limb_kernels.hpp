@@ -52,7 +52,6 @@ void multiply_accumulate(const u32* const* x, const u32* const* kb, const u32* c
                          const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0, u32* acc1);
 // Its portable path (bit-identical; tests compare the two).
 void multiply_accumulate_scalar(const u32* const* x, const u32* const* kb, const u32* const* ka, int digits,
-                                const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0,
-                                u32* acc1);
+                                const std::uint32_t* perm, std::size_t n, const NarrowModulus& q, u32* acc0, u32* acc1);
 
 }  // namespace fhelium

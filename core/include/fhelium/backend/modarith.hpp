@@ -49,9 +49,7 @@ inline u64 reduce64(u64 x, const Modulus& m) {
   return r >= m.value ? r - m.value : r;
 }
 
-inline u64 mul_mod(u64 a, u64 b, const Modulus& m) {
-  return reduce128(static_cast<u128>(a) * b, m);
-}
+inline u64 mul_mod(u64 a, u64 b, const Modulus& m) { return reduce128(static_cast<u128>(a) * b, m); }
 
 // Shoup's precomputation for multiplying by the constant w: floor(w 2^64 / q).
 inline u64 shoup(u64 w, u64 q) { return static_cast<u64>((static_cast<u128>(w) << 64) / q); }

@@ -45,11 +45,11 @@ class BasisConverter {
   void convert_scalar(const u64* in, u64* out, std::size_t n, std::size_t begin, std::size_t end) const;
 
   // Constants, as device backends read them.
-  const std::vector<u64>& hat_inverse() const { return hat_inv_; }        // [(A/a_i)^-1]_{a_i}
+  const std::vector<u64>& hat_inverse() const { return hat_inv_; }  // [(A/a_i)^-1]_{a_i}
   const std::vector<u64>& hat_inverse_shoup() const { return hat_inv_shoup_; }
   const std::vector<double>& inverse_as_double() const { return inv_double_; }  // 1.0 / a_i
-  const std::vector<u64>& hat_mod_to() const { return hat_mod_to_; }      // [A/a_i]_{b_j} at j*|A|+i
-  const std::vector<u64>& product_mod_to() const { return prod_mod_to_; }  // [A]_{b_j}
+  const std::vector<u64>& hat_mod_to() const { return hat_mod_to_; }            // [A/a_i]_{b_j} at j*|A|+i
+  const std::vector<u64>& product_mod_to() const { return prod_mod_to_; }       // [A]_{b_j}
   const std::vector<u64>& overflow_mod_to() const { return overflow_mod_to_; }  // [v A]_{b_j} at j*(|A|+1)+v
 
  private:

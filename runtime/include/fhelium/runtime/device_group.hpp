@@ -5,9 +5,13 @@
 // fails or that does not arrive within the timeout fails the whole group
 // with a CommunicatorError naming it, so no rank waits forever.
 //
-// Transport: host staging. A sender downloads its stored residues once and
-// every receiver uploads them into its own backend: the bytes are the stored
-// words, so a received value is bit-identical to the sent one.
+// Transport: after connect(), the backends' device collectives (NCCL
+// between cuda backends, memory copies between cpu backends) move broadcasts
+// and all-gathers device to device, with only the metadata through the host;
+// otherwise (and always for scatter and gather) host staging: a sender
+// downloads its stored residues once and every receiver uploads them. Either
+// way the bytes are the stored words, so a received value is bit-identical
+// to the sent one.
 // all_reduce_sum gathers every rank's value and adds them in rank order with
 // the Engine's modular add (a sum of residues mod each prime, exact in any
 // order), so every rank holds the same residues as one device summing the
@@ -47,6 +51,9 @@ class Rendezvous;
 // One rank's side of the group; valid inside DeviceGroup::run.
 class Communicator {
  public:
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
   int rank() const { return rank_; }
   int size() const;
 
@@ -55,6 +62,14 @@ class Communicator {
   // rank 0, and where, before any data moves.
   void check_agreement(const std::string& what, const std::string& value);
   void barrier();
+
+  // Joins the device collectives of every rank's engine's backend when all
+  // ranks' backends are of one kind that has them (Backend::communicator_id),
+  // for the later collectives on that backend; returns whether it did (the
+  // same on every rank). Without it, or on another backend, data is staged
+  // through the host.
+  bool connect(const Engine& engine);
+  bool connected() const { return device_ != nullptr; }
 
   // The root passes its value, the others nullptr; every rank gets its own
   // copy on `engine` (the root's own value, unchanged).
@@ -77,10 +92,16 @@ class Communicator {
  private:
   friend class DeviceGroup;
   Communicator(std::shared_ptr<detail::Rendezvous> rendezvous, int rank);
+  // The device collectives when `engine` is on the connected backend.
+  DeviceCommunicator* device_for(const Engine& engine) const;
+  template <class V>
+  V broadcast_value(const Engine& engine, const V* value, int root);
 
   std::shared_ptr<detail::Rendezvous> rendezvous_;
   int rank_ = 0;
   TransferStats stats_;
+  std::unique_ptr<DeviceCommunicator> device_;
+  const Backend* device_backend_ = nullptr;
 };
 
 class DeviceGroup {

@@ -236,6 +236,7 @@ struct DataParallelReport {
   double repetitions_per_second = 0;
   double key_broadcast_ms = 0;
   std::size_t bytes_moved = 0;     // by the collectives, all ranks
+  std::string transport;           // "device collectives" (NCCL on cuda) or "host staging"
 };
 
 struct PipelineReport {
