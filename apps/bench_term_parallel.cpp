@@ -83,11 +83,11 @@ json::object measure(Setup& s, std::span<const std::unique_ptr<Engine>> engines,
     const bool device_collectives = comm.connect(engine);
     if (r == 0) transport = device_collectives ? "device collectives" : "host staging";
     std::vector<HostSwitchKey> mine;
-    const circuits::LinearTransform part = s.whole.part(r, ranks);
-    for (long step : part.rotation_steps()) mine.push_back(s.keys.at(step));
-    key_switches[r] = part.key_switches();
+    for (long step : circuits::TermParallelTransform::rotation_steps(s.whole, r, ranks))
+      mine.push_back(s.keys.at(step));
     const GaloisKeys keys = engine.upload_galois_keys(mine);
     const circuits::TermParallelTransform t(s.whole, engine, s.x_encrypted.state, keys, r, ranks);
+    key_switches[r] = t.key_switches();
     const Ciphertext x = engine.upload_ciphertext(s.x_encrypted);
     Ciphertext out;
     for (int i = 0; i < warmup + runs; ++i) {

@@ -246,8 +246,13 @@ Result broadcast_items(detail::Rendezvous& rendezvous, Mover& mover, int rank, i
         std::string(operation) + ": rank " + std::to_string(rank) +
         (rank == root ? " is the root and passed no value" : " is not the root and passed a value"));
   }
-  std::shared_ptr<Staged> mine;
   std::vector<DeviceTransfer> transfers;
+  if (rendezvous.size() == 1) {  // nobody to send to: the root keeps its own
+    rendezvous.exchange(rank, with_root(operation, root), nullptr);
+    ++stats.collectives;
+    return make(Staged{}, transfers);
+  }
+  std::shared_ptr<Staged> mine;
   if (rank == root) {
     mine = std::make_shared<Staged>();
     mine->context = context_fingerprint(mover.engine().context());

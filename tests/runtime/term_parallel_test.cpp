@@ -74,7 +74,7 @@ TEST_P(TermParallel, EveryRankHoldsTheOneEngineResultAndTheClearProduct) {
   for (std::size_t r = 0; r < ranks; ++r) {
     if (r > 0) engines.push_back(std::make_unique<Engine>(f.context, cpu::make_cpu_backend({1})));
     const Engine& e = r == 0 ? f.engine : *engines[r];
-    const std::vector<long> steps = whole.part(r, ranks).rotation_steps();
+    const std::vector<long> steps = TermParallelTransform::rotation_steps(whole, r, ranks);
     union_of_steps.insert(steps.begin(), steps.end());
     keys.push_back(upload(e, host_keys, steps));
   }
@@ -82,14 +82,23 @@ TEST_P(TermParallel, EveryRankHoldsTheOneEngineResultAndTheClearProduct) {
   EXPECT_EQ(union_of_steps, std::set<long>(whole_steps.begin(), whole_steps.end()));
 
   std::vector<std::vector<u64>> results(ranks);
+  std::vector<std::size_t> key_switches(ranks);
   DeviceGroup(static_cast<int>(ranks)).run([&](Communicator& c) {
     const auto r = static_cast<std::size_t>(c.rank());
     const Engine& e = r == 0 ? f.engine : *engines[r];
     const TermParallelTransform t(whole, e, encrypted.state, keys[r], r, ranks);
+    key_switches[r] = t.key_switches();
     const Ciphertext x_here = c.broadcast(e, r == 0 ? &encrypted : nullptr, 0);
     results[r] = e.download(t.apply(c, x_here)).data;
   });
-  for (std::size_t r = 0; r < ranks; ++r) EXPECT_TRUE(results[r] == expected.data) << "rank " << r;
+  const LinearTransform flat = whole.with_horner_giants(false);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    EXPECT_TRUE(results[r] == expected.data) << "rank " << r;
+    EXPECT_LE(key_switches[r], (flat.key_switches() + ranks - 1) / ranks + 1) << "rank " << r;  // the work is shared
+    total += key_switches[r];
+  }
+  EXPECT_EQ(total, flat.key_switches());
 
   const test::Message got = f.encoder.decode(f.decryptor.decrypt(expected, f.sk));
   double error = 0;

@@ -26,6 +26,7 @@
 #include "eager_graph.hpp"
 #include "fhelium/error.hpp"
 #include "kernels.hpp"
+#include "nccl_communicator.hpp"
 
 namespace fhelium::cuda {
 namespace {
@@ -114,8 +115,8 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(CudaBackendOptions options) : runtime_(std::make_shared<DeviceRuntime>(options.device)) {}
   ~CudaBackend() override {
-    runtime_->abort_capture();           // breaks the runtime <-> arena cycle
-    cudaSetDevice(runtime_->device());   // eager_graphs_ goes next, on this device
+    runtime_->abort_capture();          // breaks the runtime <-> arena cycle
+    cudaSetDevice(runtime_->device());  // eager_graphs_ goes next, on this device
   }
 
   std::string name() const override { return "cuda"; }
@@ -146,17 +147,17 @@ class CudaBackend final : public Backend {
 
   void upload(Buffer& dst, const void* src, std::size_t bytes) override {
     runtime_->refuse_during_capture("upload");
-    runtime_->upload(device_buffer(dst, bytes, "upload").data(), src, bytes);
+    runtime_->upload(device_buffer(dst, bytes, "upload", runtime_->device()).data(), src, bytes);
   }
 
   void upload_filled(Buffer& dst, std::size_t bytes, const ChunkFill& fill) override {
     runtime_->refuse_during_capture("upload");
-    runtime_->upload_filled(device_buffer(dst, bytes, "upload").data(), bytes, fill);
+    runtime_->upload_filled(device_buffer(dst, bytes, "upload", runtime_->device()).data(), bytes, fill);
   }
 
   void download(const Buffer& src, void* dst, std::size_t bytes) override {
     runtime_->refuse_during_capture("download");
-    runtime_->download(dst, device_buffer(src, bytes, "download").data(), bytes);
+    runtime_->download(dst, device_buffer(src, bytes, "download", runtime_->device()).data(), bytes);
   }
 
   void synchronize() override { runtime_->synchronize(); }
@@ -223,8 +224,8 @@ class CudaBackend final : public Backend {
   // `stream` was given: the graph is the backend stream's work.
   void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override {
     guarded("copy", [&] {
-      void* to = device_buffer(dst, bytes, "copy (destination)").data();
-      const void* from = device_buffer(src, bytes, "copy (source)").data();
+      void* to = device_buffer(dst, bytes, "copy (destination)", runtime_->device()).data();
+      const void* from = device_buffer(src, bytes, "copy (source)", runtime_->device()).data();
       const cudaStream_t eager = runtime_->capturing() ? nullptr : stream_of(stream, "copy");
       if (bytes == 0) return;
       runtime_->activate();
@@ -241,6 +242,12 @@ class CudaBackend final : public Backend {
   }
 
   MemoryUsage memory_usage() const override { return runtime_->memory_usage(); }
+
+  std::optional<CommunicatorId> communicator_id() override { return nccl_communicator_id(); }
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                        std::chrono::milliseconds timeout) override {
+    return join_nccl_communicator(runtime_, id, ranks, rank, timeout);
+  }
 
   // ---- capture ----
 
@@ -600,9 +607,17 @@ class CudaBackend final : public Backend {
     return cuda->get();
   }
 
-  static const DeviceBuffer& device_buffer(const Buffer& buffer, std::size_t bytes, const char* what) {
+  // A buffer of a CUDA backend on `device_index` (another device's is refused:
+  // values and keys are bound to their device; a collective moves them).
+  static const DeviceBuffer& device_buffer(const Buffer& buffer, std::size_t bytes, const char* what,
+                                           int device_index) {
     const auto* device = dynamic_cast<const DeviceBuffer*>(&buffer);
     if (!device) throw BackendError(std::string("cuda ") + what + ": the buffer does not belong to a CUDA backend");
+    if (device->runtime().device() != device_index) {
+      throw BackendError(std::string("cuda ") + what + ": the buffer is on device " +
+                         std::to_string(device->runtime().device()) + ", this backend on device " +
+                         std::to_string(device_index) + " (move values between devices with a collective)");
+    }
     if (bytes > device->size_bytes()) {
       throw BackendError(std::string("cuda ") + what + " of " + std::to_string(bytes) + " bytes into a buffer of " +
                          std::to_string(device->size_bytes()) + " bytes");
@@ -657,7 +672,7 @@ class CudaBackend final : public Backend {
       }
       const std::size_t bytes = static_cast<std::size_t>(p.components) * static_cast<std::size_t>(p.limbs) *
                                 context.ring_degree() * sizeof(u64);
-      u64* data = device_buffer(*p.buffer, bytes, what).data();
+      u64* data = device_buffer(*p.buffer, bytes, what, ctx.runtime()->device()).data();
       accesses.push_back(access_of(data, bytes, write));
       return {data, p.components, p.limbs};
     }
@@ -666,7 +681,7 @@ class CudaBackend final : public Backend {
       if (!k.buffer) throw BackendError(std::string("cuda ") + what + ": null key");
       const std::size_t bytes = static_cast<std::size_t>(context.key_digits()) * 2 *
                                 static_cast<std::size_t>(context.key_limbs()) * context.ring_degree() * sizeof(u64);
-      const u64* data = device_buffer(*k.buffer, bytes, what).data();
+      const u64* data = device_buffer(*k.buffer, bytes, what, ctx.runtime()->device()).data();
       accesses.push_back(access_of(data, bytes, false));
       return data;
     }
@@ -713,7 +728,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<DeviceRuntime> runtime_;
   std::mutex mutex_;
   std::map<std::uint64_t, std::weak_ptr<CudaContext>> contexts_;
-  std::string abandoned_;  // why the last capture was discarded (reported by end_capture)
+  std::string abandoned_;     // why the last capture was discarded (reported by end_capture)
   EagerGraphs eager_graphs_;  // destroyed before runtime_ (declared after it)
 };
 
@@ -741,7 +756,7 @@ std::string device_description(const Backend& backend) {
   check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   return "cuda: device " + std::to_string(device) + ", " + p.name + ", " + std::to_string(p.totalGlobalMem >> 20) +
          " MiB, " + std::to_string(p.multiProcessorCount) + " SMs, compute capability " + std::to_string(p.major) +
-         "." + std::to_string(p.minor);
+         "." + std::to_string(p.minor) + ", " + nccl_status();
 }
 
 std::size_t graph_root_count(const Recording& recording) {

@@ -260,23 +260,38 @@ ValueRef LinearTransform::apply(ProgramBuilder& b, ValueRef x, const std::string
   return b.rescale(apply_unrescaled(b, x, name, output_scale));
 }
 
-ValueRef LinearTransform::apply_unrescaled(ProgramBuilder& b, ValueRef x, const std::string& name,
-                                           std::optional<double> output_scale) const {
+void LinearTransform::check_slots(const ProgramBuilder& b) const {
   const std::size_t context_slots = b.context()->ring_degree() / 2;
   if (context_slots != slots_) {
     throw InvalidArgumentError("linear transform: built for " + std::to_string(slots_) +
                                " slots, the builder's context has " + std::to_string(context_slots));
   }
-  const int level = b.state(x).level;
-  const double diagonal_scale =
-      detail::rescale_divisor(b, level) * (output_scale ? *output_scale / b.state(x).scale : 1.0);
+}
 
+ValueRef LinearTransform::apply_unrescaled(ProgramBuilder& b, ValueRef x, const std::string& name,
+                                           std::optional<double> output_scale) const {
+  check_slots(b);
   std::map<long, ValueRef> rotated{{0, x}};
   const std::vector<long> babies = baby_steps();
   if (!babies.empty()) {
     const std::vector<ValueRef> hoisted = b.rotate_hoisted(x, babies);
     for (std::size_t i = 0; i < babies.size(); ++i) rotated[babies[i]] = hoisted[i];
   }
+  return sum_groups(b, rotated, name, output_scale);
+}
+
+ValueRef LinearTransform::sum_groups(ProgramBuilder& b, const std::map<long, ValueRef>& rotated,
+                                     const std::string& name, std::optional<double> output_scale) const {
+  check_slots(b);
+  for (long j : baby_steps()) {
+    if (!rotated.count(j)) {
+      throw InvalidArgumentError("linear transform: no rotation of x by the baby step " + std::to_string(j));
+    }
+  }
+  const ValueRef x = rotated.at(0);
+  const int level = b.state(x).level;
+  const double diagonal_scale =
+      detail::rescale_divisor(b, level) * (output_scale ? *output_scale / b.state(x).scale : 1.0);
   std::map<long, std::vector<long>> groups;  // giant -> its diagonals
   for (const auto& [k, values] : diagonals_) groups[k - k % baby_].push_back(k);
 

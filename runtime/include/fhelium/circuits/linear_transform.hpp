@@ -88,6 +88,11 @@ class LinearTransform {
   ValueRef apply_unrescaled(ProgramBuilder& b, ValueRef x, const std::string& name = "diag",
                             std::optional<double> output_scale = std::nullopt) const;
 
+  // apply_unrescaled from x's rotations by every baby step, made elsewhere
+  // (rotated[0] is x; rotated[j] its rotation by j for each of baby_steps()).
+  ValueRef sum_groups(ProgramBuilder& b, const std::map<long, ValueRef>& rotated, const std::string& name = "diag",
+                      std::optional<double> output_scale = std::nullopt) const;
+
   // The giant groups (diagonals sharing k - k mod n1), what part() splits.
   std::size_t giant_groups() const;
   // Term-parallel: part `rank` of `ranks` (ranks <= giant_groups()) holds
@@ -106,6 +111,7 @@ class LinearTransform {
   LinearTransform(std::map<long, Slots> diagonals, std::size_t input_period, std::size_t output_period,
                   std::size_t slots);
   Slots pre_rotated(long k, long giant) const;
+  void check_slots(const ProgramBuilder& b) const;
 
   // Non-zero diagonals only, each with period() = max(input, output period) values.
   std::map<long, Slots> diagonals_;
