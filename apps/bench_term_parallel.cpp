@@ -81,7 +81,7 @@ json::object measure(Setup& s, std::span<const std::unique_ptr<Engine>> engines,
     const auto r = static_cast<std::size_t>(comm.rank());
     const Engine& engine = *engines[r];
     const bool device_collectives = comm.connect(engine);
-    if (r == 0) transport = device_collectives ? "device collectives" : "host staging";
+    if (r == 0) transport = device_collectives ? "device collectives" : "host staging (" + comm.not_connected() + ")";
     std::vector<HostSwitchKey> mine;
     for (long step : circuits::TermParallelTransform::rotation_steps(s.whole, r, ranks))
       mine.push_back(s.keys.at(step));

@@ -216,12 +216,38 @@ bool Communicator::connect(const Engine& engine) {
   auto mine = std::make_shared<Offer>(Offer{engine.backend().name(), engine.backend().communicator_id()});
   const auto all = rendezvous_->exchange(rank_, "connect", mine);
   ++stats_.collectives;
-  for (const auto& c : *all) {
-    const auto& offer = *static_cast<const Offer*>(c.payload.get());
-    if (!offer.id || offer.backend != mine->backend) return false;  // every rank decides the same
+  for (std::size_t r = 0; r < all->size(); ++r) {  // every rank decides the same
+    const auto& offer = *static_cast<const Offer*>((*all)[r].payload.get());
+    if (offer.backend != mine->backend) {
+      not_connected_ =
+          "rank " + std::to_string(r) + "'s backend is '" + offer.backend + "', this rank's '" + mine->backend + "'";
+      return false;
+    }
+    if (!offer.id) {
+      not_connected_ = "rank " + std::to_string(r) + "'s backend '" + offer.backend + "' has no device collectives";
+      return false;
+    }
   }
+  // A join that fails on any rank (NCCL refuses two ranks on one GPU, say)
+  // leaves every rank on host staging, with the reason.
   const auto& root = *static_cast<const Offer*>((*all)[0].payload.get());
-  device_ = engine.backend().join_communicator(*root.id, size(), rank_, rendezvous_->timeout());
+  std::string failure;
+  try {
+    device_ = engine.backend().join_communicator(*root.id, size(), rank_, rendezvous_->timeout());
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  // A rank whose join failed at once waits here while the others' joins time out.
+  const auto joined = rendezvous_->exchange(rank_, "connect (joined)", std::make_shared<std::string>(failure), 2);
+  for (std::size_t r = 0; r < joined->size(); ++r) {
+    const auto& theirs = *static_cast<const std::string*>((*joined)[r].payload.get());
+    if (!theirs.empty()) not_connected_ += "; rank " + std::to_string(r) + " could not join: " + theirs;
+  }
+  if (!not_connected_.empty()) {
+    not_connected_.erase(0, 2);
+    device_.reset();
+    return false;
+  }
   device_backend_ = &engine.backend();
   return true;
 }

@@ -284,8 +284,7 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
     }
     std::vector<Ciphertext> results;
     try {
-      results =
-          detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys, sparse_encapsulation_);
+      results = detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys, sparse_encapsulation_);
     } catch (const Error&) {
       detail::rethrow_with_prefix(where + detail::node_label(program, node) + ": ");
     }

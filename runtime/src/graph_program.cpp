@@ -59,8 +59,9 @@ std::size_t tree_bytes(const ValueTree& tree) {
 
 void require_buffers(const ValueTree& tree, const char* what) {
   tree.for_each_leaf([&](const std::string& path, const ValueTree& leaf) {
-    if (!leaf.value().buffer) throw InvalidArgumentError(std::string(what) + " " + (path.empty() ? "value" : path) +
-                                              " has no backend buffer (an empty value)");
+    if (!leaf.value().buffer)
+      throw InvalidArgumentError(std::string(what) + " " + (path.empty() ? "value" : path) +
+                                 " has no backend buffer (an empty value)");
   });
 }
 
@@ -177,7 +178,7 @@ GraphProgram GraphProgram::capture(Backend& backend, const Context& context, Sch
   } catch (...) {
     try {
       backend.end_capture();  // leaves the backend usable; the partial recording is dropped
-    } catch (...) {  // the backend's own report of the failed capture; the schedule's error is the cause
+    } catch (...) {           // the backend's own report of the failed capture; the schedule's error is the cause
     }
     throw;
   }

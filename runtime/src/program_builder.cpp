@@ -49,8 +49,9 @@ ProgramBuilder::~ProgramBuilder() = default;
 
 detail::StateTracker& ProgramBuilder::tracker(const char* what) const {
   if (!tracker_) {
-    throw InvalidArgumentError(std::string(what) + ": program " + program_.name_ +
-                               " is built without a context, expected a builder made with ProgramBuilder(context, name)");
+    throw InvalidArgumentError(
+        std::string(what) + ": program " + program_.name_ +
+        " is built without a context, expected a builder made with ProgramBuilder(context, name)");
   }
   return *tracker_;
 }

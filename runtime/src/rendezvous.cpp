@@ -16,7 +16,8 @@ bool Rendezvous::fail(const std::string& reason) {
 }
 
 std::shared_ptr<const std::vector<Contribution>> Rendezvous::exchange(int rank, const std::string& operation,
-                                                                      std::shared_ptr<const void> payload) {
+                                                                      std::shared_ptr<const void> payload,
+                                                                      int patience) {
   std::unique_lock lock(mutex_);
   if (failure_) throw CommunicatorError(*failure_);
   const std::uint64_t call = generation_;
@@ -35,7 +36,7 @@ std::shared_ptr<const std::vector<Contribution>> Rendezvous::exchange(int rank, 
     all = std::move(everyone);
   } else {
     const bool done =
-        arrived_all_.wait_for(lock, timeout_, [&] { return generation_ != call || failure_.has_value(); });
+        arrived_all_.wait_for(lock, patience * timeout_, [&] { return generation_ != call || failure_.has_value(); });
     if (generation_ == call) {
       if (!done && !failure_) {
         std::string missing;
@@ -44,7 +45,7 @@ std::shared_ptr<const std::vector<Contribution>> Rendezvous::exchange(int rank, 
         }
         failure_ = "collective " + std::to_string(call + 1) + " (" + operation + ", rank " + std::to_string(rank) +
                    "): rank" + (missing.find(',') == std::string::npos ? " " : "s ") + missing +
-                   " did not arrive within " + std::to_string(timeout_.count()) + " ms";
+                   " did not arrive within " + std::to_string((patience * timeout_).count()) + " ms";
         arrived_all_.notify_all();
       }
       throw CommunicatorError(*failure_);

@@ -28,9 +28,10 @@ class Rendezvous {
 
   // Leaves `payload` for `operation` and returns every rank's contribution,
   // in rank order, once all have arrived. Throws CommunicatorError when the
-  // group failed, when a rank called another operation, or on timeout.
+  // group failed, when a rank called another operation, or after `patience`
+  // timeouts (more than 1 after a step that itself may take a timeout).
   std::shared_ptr<const std::vector<Contribution>> exchange(int rank, const std::string& operation,
-                                                            std::shared_ptr<const void> payload);
+                                                            std::shared_ptr<const void> payload, int patience = 1);
   // Fails the group with `reason` (the first reason wins); wakes every rank.
   // Returns whether this call was the first.
   bool fail(const std::string& reason);

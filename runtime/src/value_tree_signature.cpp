@@ -101,8 +101,8 @@ std::optional<std::string> ValueTreeSignature::first_difference(const ValueTreeS
 std::string ValueTreeSignature::describe() const {
   std::ostringstream s;
   s << structure_;
-  for (const auto& leaf : leaves_) s << "\n  " << (leaf.path.empty() ? "value" : leaf.path) << ": " << leaf.type << " "
-                                     << leaf.state.describe();
+  for (const auto& leaf : leaves_)
+    s << "\n  " << (leaf.path.empty() ? "value" : leaf.path) << ": " << leaf.type << " " << leaf.state.describe();
   return s.str();
 }
 

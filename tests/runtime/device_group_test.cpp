@@ -301,6 +301,37 @@ TEST(DeviceGroupConnect, StaysOnHostStagingUnlessEveryRanksBackendHasCollectives
   EXPECT_TRUE(got[1] == got[0]);
 }
 
+// A cpu backend whose join fails (as NCCL refuses two ranks on one GPU).
+class JoinFails final : public ForwardingBackend {
+ public:
+  JoinFails() : ForwardingBackend(cpu::make_cpu_backend({1})) {}
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId&, int, int,
+                                                        std::chrono::milliseconds) override {
+    throw BackendError("join refused for the test");
+  }
+};
+
+TEST(DeviceGroupConnect, AJoinThatFailsOnOneRankLeavesEveryRankOnHostStaging) {
+  Group g(test::small_params(10, 2), 2, Transport::cpu_collectives);
+  const Engine failing(g.fx.context, std::make_shared<JoinFails>());
+  const Ciphertext a = g.fx.encrypt(g.fx.random_message(1.0));
+  GroupOptions options;
+  options.timeout = std::chrono::milliseconds(1000);  // rank 0 waits this long for rank 1 to join
+  std::vector<std::vector<u64>> got(2);
+  std::vector<std::string> why(2);
+  DeviceGroup(2, options).run([&](Communicator& c) {
+    const Engine& e = c.rank() == 0 ? g.fx.engine : failing;
+    EXPECT_FALSE(c.connect(e));
+    why[static_cast<std::size_t>(c.rank())] = c.not_connected();
+    got[static_cast<std::size_t>(c.rank())] = e.download(c.broadcast(e, c.rank() == 0 ? &a : nullptr, 0)).data;
+  });
+  EXPECT_TRUE(got[1] == got[0]);
+  for (const std::string& w : why) {
+    EXPECT_NE(w.find("could not join"), std::string::npos) << w;
+  }
+  EXPECT_NE(why[1].find("join refused for the test"), std::string::npos) << why[1];
+}
+
 // With device collectives, a rank that cannot receive tells the others
 // before any device broadcast starts: an error, not a hang.
 TEST(DeviceGroupConnect, ARankThatCannotReceiveFailsEveryRankBeforeTheDeviceBroadcast) {

@@ -3,6 +3,10 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 
@@ -64,11 +68,67 @@ void check(ncclResult_t result, const char* what) {
   throw BackendError(std::string("NCCL ") + what + ": " + nccl().error_string(result));
 }
 
+// The ranks of this process joining one id. NCCL refuses two ranks on one
+// GPU, and the other ranks would wait for the timeout: the second is refused
+// here at once, and the ranks already waiting see it.
+class Joining {
+ public:
+  // Registers `device` for `id`; throws when a rank of this process already holds it.
+  void enter(const CommunicatorId& id, int device) {
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[id];
+    ++e.inside;
+    if (!e.devices.insert(device).second) {
+      e.failure = "two ranks on device " + std::to_string(device) + " (NCCL needs one GPU per rank)";
+      const std::string message = "cuda join_communicator: " + e.failure;
+      leave_locked(id);  // may erase e
+      throw BackendError(message);
+    }
+  }
+  // Why another rank of this id failed, or empty.
+  std::string failure(const CommunicatorId& id) {
+    std::lock_guard lock(mutex_);
+    const auto it = entries_.find(id);
+    return it == entries_.end() ? std::string() : it->second.failure;
+  }
+  void leave(const CommunicatorId& id) {
+    std::lock_guard lock(mutex_);
+    leave_locked(id);
+  }
+
+ private:
+  struct Entry {
+    std::set<int> devices;
+    std::string failure;
+    int inside = 0;
+  };
+  void leave_locked(const CommunicatorId& id) {
+    const auto it = entries_.find(id);
+    if (it != entries_.end() && --it->second.inside == 0) entries_.erase(it);
+  }
+  std::mutex mutex_;
+  std::map<CommunicatorId, Entry> entries_;
+};
+
+Joining& joining() {
+  static Joining j;
+  return j;
+}
+
 // A non-blocking communicator's calls return while NCCL still issues them:
-// waits until it has, at most `timeout`, then aborts it.
-void wait_issued(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what) {
+// waits until it has, at most `timeout` (or until `failed` says why not),
+// then aborts it.
+void wait_issued(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what,
+                 const std::function<std::string()>& failed = {}) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
+    if (failed) {
+      const std::string why = failed();
+      if (!why.empty()) {
+        nccl().abort(comm);
+        throw BackendError(std::string("NCCL ") + what + ": another rank failed: " + why);
+      }
+    }
     ncclResult_t state = ncclSuccess;
     check(nccl().async_error(comm, &state), "ncclCommGetAsyncError");
     if (state == ncclSuccess) return;
@@ -156,9 +216,14 @@ std::unique_ptr<DeviceCommunicator> join_nccl_communicator(std::shared_ptr<Devic
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that a missing rank ends in a timeout, not a hang
   runtime->activate();
+  joining().enter(id, runtime->device());
+  struct Leave {
+    const CommunicatorId& id;
+    ~Leave() { joining().leave(id); }
+  } leave{id};
   ncclComm_t comm = nullptr;
   check(nccl().init_rank_config(&comm, ranks, unique, rank, &config), "ncclCommInitRankConfig");
-  wait_issued(comm, timeout, "ncclCommInitRankConfig");
+  wait_issued(comm, timeout, "ncclCommInitRankConfig", [&id] { return joining().failure(id); });
   return std::make_unique<NcclCommunicator>(std::move(runtime), comm, timeout);
 }
 

@@ -135,13 +135,8 @@ class Runner {
     if (!options_.backend_factory) throw InvalidArgumentError("run_pipeline: RunOptions.backend_factory is not set");
     const std::vector<int> devices =
         options_.devices.empty() ? std::vector<int>{spec_.backend.device} : options_.devices;
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      if (devices[i] < 0)
-        throw InvalidArgumentError("device " + std::to_string(devices[i]) + ": expected an index >= 0");
-      if (std::count(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) != 0) {
-        throw InvalidArgumentError("the devices name device " + std::to_string(devices[i]) +
-                                   " twice: each device runs one rank");
-      }
+    for (int device : devices) {  // a device named twice runs two ranks (on cpu: two backends)
+      if (device < 0) throw InvalidArgumentError("device " + std::to_string(device) + ": expected an index >= 0");
     }
     if (devices.size() > 1 && spec_.execution.mode == ExecutionMode::eager) {
       throw PipelineError(spec_.execution.mark, "execution.mode",
@@ -481,7 +476,8 @@ class Runner {
       const Engine& engine = r == 0 ? *engine_ : *own;
       comm.check_agreement("the program", prepared_->program().print());
       const bool device_collectives = comm.connect(engine);
-      if (r == 0) dp.transport = device_collectives ? "device collectives" : "host staging";
+      if (r == 0)
+        dp.transport = device_collectives ? "device collectives" : "host staging (" + comm.not_connected() + ")";
       const auto keys_start = Clock::now();
       std::optional<EvaluationKeys> received;
       const KeyRequirements needed = prepared_->required_keys();

@@ -64,12 +64,13 @@ class Communicator {
   void barrier();
 
   // Joins the device collectives of every rank's engine's backend when all
-  // ranks' backends are of one kind that has them (Backend::communicator_id),
-  // for the later collectives on that backend; returns whether it did (the
-  // same on every rank). Without it, or on another backend, data is staged
-  // through the host.
+  // ranks' backends are of one kind that has them (Backend::communicator_id)
+  // and every rank could join, for the later collectives on that backend;
+  // returns whether it did (the same on every rank). Without it, or on
+  // another backend, data is staged through the host; not_connected() says why.
   bool connect(const Engine& engine);
   bool connected() const { return device_ != nullptr; }
+  const std::string& not_connected() const { return not_connected_; }
 
   // The root passes its value, the others nullptr; every rank gets its own
   // copy on `engine` (the root's own value, unchanged).
@@ -102,6 +103,7 @@ class Communicator {
   TransferStats stats_;
   std::unique_ptr<DeviceCommunicator> device_;
   const Backend* device_backend_ = nullptr;
+  std::string not_connected_;
 };
 
 class DeviceGroup {
