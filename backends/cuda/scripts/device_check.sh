@@ -14,6 +14,7 @@ steps=${*:-tests sanitize bench}
 export LD_LIBRARY_PATH=$PWD/$bundle/lib
 tests=$bundle/tests/cuda/fhelium_cuda_tests
 capture_tests=$bundle/tests/cuda/fhelium_cuda_capture_tests
+collectives_tests=$bundle/tests/cuda/fhelium_cuda_collectives_tests
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv > "$out/nvidia-smi.txt" 2>&1
 for step in $steps; do
   case $step in
@@ -24,6 +25,10 @@ for step in $steps; do
       timeout 120 "$capture_tests" > "$out/capture_tests.log" 2>&1
       echo "capture tests rc=$?"
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/capture_tests.log" | tail -12
+      # Several GPUs (NCCL: put libnccl.so.2 on LD_LIBRARY_PATH; tests skip without the GPUs they need).
+      timeout 300 "$collectives_tests" > "$out/collectives_tests.log" 2>&1
+      echo "collectives tests rc=$?"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran|FAILED TEST" "$out/collectives_tests.log" | tail -12
       ;;
     sanitize)
       # memcheck on every test (about 95 s on the H200), but the out-of-memory
