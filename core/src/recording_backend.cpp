@@ -84,9 +84,9 @@ struct Lease {
 
 class RecordedOps final : public Recording {
  public:
-  RecordedOps(std::shared_ptr<WorkQueue> stream, std::shared_ptr<Arena> arena,
-              std::vector<std::function<void()>> ops)
-      : stream_(std::move(stream)), arena_(std::move(arena)),
+  RecordedOps(std::shared_ptr<WorkQueue> stream, std::shared_ptr<Arena> arena, std::vector<std::function<void()>> ops)
+      : stream_(std::move(stream)),
+        arena_(std::move(arena)),
         ops_(std::make_shared<std::vector<std::function<void()>>>(std::move(ops))) {}
   ~RecordedOps() override {
     try {
@@ -127,9 +127,38 @@ RecordingBackend::~RecordingBackend() {
   }
 }
 
+namespace {
+class OrderedCommunicator final : public DeviceCommunicator {
+ public:
+  OrderedCommunicator(std::function<void()> before, std::unique_ptr<DeviceCommunicator> inner)
+      : before_(std::move(before)), inner_(std::move(inner)) {}
+  void broadcast(Buffer& buffer, std::size_t bytes, int root) override {
+    before_();
+    inner_->broadcast(buffer, bytes, root);
+  }
+  void group_begin() override { inner_->group_begin(); }
+  void group_end() override { inner_->group_end(); }
+
+ private:
+  std::function<void()> before_;
+  std::unique_ptr<DeviceCommunicator> inner_;
+};
+}  // namespace
+
+std::unique_ptr<DeviceCommunicator> RecordingBackend::join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                                        std::chrono::milliseconds timeout) {
+  return std::make_unique<OrderedCommunicator>(
+      [this] {
+        refuse_during_capture("broadcast");
+        stream_->drain();
+      },
+      inner().join_communicator(id, ranks, rank, timeout));
+}
+
 void RecordingBackend::refuse_during_capture(const char* call) const {
   if (capture_) {
-    throw StateError(std::string(call) + " is not allowed during capture: host I/O and synchronization "
+    throw StateError(std::string(call) +
+                     " is not allowed during capture: host I/O and synchronization "
                      "cannot be replayed (do it before capture or after end_capture)");
   }
 }
@@ -314,8 +343,7 @@ void RecordingBackend::multiply_constant(const BackendContext& c, const PolyArg&
                                          std::span<const std::uint64_t> residues) {
   issue([this, &c, out, a, r = copied(residues)] { inner().multiply_constant(c, out, a, r); });
 }
-void RecordingBackend::multiply_plain(const BackendContext& c, const PolyArg& out, const PolyArg& a,
-                                      const PolyArg& p) {
+void RecordingBackend::multiply_plain(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& p) {
   issue([this, &c, out, a, p] { inner().multiply_plain(c, out, a, p); });
 }
 void RecordingBackend::multiply(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b) {
@@ -336,8 +364,7 @@ void RecordingBackend::drop_limbs(const BackendContext& c, const PolyArg& out, c
 void RecordingBackend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
   issue([this, &c, out, a] { inner().mod_raise(c, out, a); });
 }
-void RecordingBackend::relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a,
-                                   const KeyArg& key) {
+void RecordingBackend::relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const KeyArg& key) {
   issue([this, &c, out, a, key] { inner().relinearize(c, out, a, key); });
 }
 
@@ -350,8 +377,7 @@ void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const
   issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });
 }
 void RecordingBackend::rotate_hoisted(const BackendContext& c, std::span<const PolyArg> outs, const PolyArg& a,
-                                      std::span<const std::uint32_t> galois_elements,
-                                      std::span<const KeyArg> keys) {
+                                      std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) {
   issue([this, &c, o = std::vector<PolyArg>(outs.begin(), outs.end()), a,
          g = std::vector<std::uint32_t>(galois_elements.begin(), galois_elements.end()),
          k = std::vector<KeyArg>(keys.begin(), keys.end())] { inner().rotate_hoisted(c, o, a, g, k); });

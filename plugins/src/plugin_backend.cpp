@@ -363,10 +363,18 @@ class PluginBackend final : public Backend {
     args.stream = stream_handle(stream);
     call_async(*instance_, streams()->copy, "copy", args);
   }
+  bool has_device_collectives() const override {
+    if (instance_->collectives == nullptr) return false;
+    FheliumCollectiveArgs args = collective_args(*instance_);
+    args.query_only = 1;
+    instance_->check(instance_->collectives->communicator_id(&args), "communicator_id");
+    return args.available != 0;
+  }
   std::optional<CommunicatorId> communicator_id() override {
     if (instance_->collectives == nullptr) return std::nullopt;
     FheliumCollectiveArgs args = collective_args(*instance_);
     instance_->check(instance_->collectives->communicator_id(&args), "communicator_id");
+    if (args.available == 0) return std::nullopt;
     CommunicatorId id;
     std::copy(std::begin(args.id), std::end(args.id), id.begin());
     return id;

@@ -50,8 +50,16 @@ struct DeviceTransfer {
 // issued once every rank has allocated its receiving buffers.
 class Mover {
  public:
-  Mover(const Engine& engine, DeviceCommunicator* device, TransferStats& stats)
-      : engine_(engine), device_(device), stats_(stats) {}
+  Mover(const Engine& engine, DeviceCommunicator* device, TransferStats& stats, int rank)
+      : engine_(engine), device_(device), stats_(stats), rank_(rank) {
+    if (engine.backend().capturing()) {
+      throw StateError("rank " + std::to_string(rank) +
+                       ": a collective during a capture (collectives are not "
+                       "captured: end the capture first)");
+    }
+  }
+  // Part of the operation's name: every rank must move data the same way.
+  const char* transport() const { return device_ ? " on device" : " staged"; }
   const Engine& engine() const { return engine_; }
   bool on_device() const { return device_ != nullptr; }
 
@@ -99,9 +107,9 @@ class Mover {
 
   // A buffer for `item` on this rank: filled now (staging) or by issue().
   std::shared_ptr<Buffer> receive(const StagedItem& item, std::size_t expected) {
-    if (item.size != expected) {
-      throw CommunicatorError("received " + std::to_string(item.size) + " bytes, expected " + std::to_string(expected) +
-                              " for this rank's context");
+    if (item.size != expected || (!device_ && item.bytes.size() != expected)) {
+      throw CommunicatorError("rank " + std::to_string(rank_) + " received " + std::to_string(item.size) +
+                              " bytes, expected " + std::to_string(expected) + " for its context");
     }
     std::shared_ptr<Buffer> buffer = engine_.backend().allocate(expected);
     if (!device_) engine_.backend().upload(*buffer, item.bytes.data(), expected);
@@ -126,7 +134,15 @@ class Mover {
     }
     if (transfers.empty()) return;
     device_->group_begin();
-    for (const DeviceTransfer& t : transfers) device_->broadcast(*t.buffer, t.bytes, t.root);
+    try {
+      for (const DeviceTransfer& t : transfers) device_->broadcast(*t.buffer, t.bytes, t.root);
+    } catch (...) {  // an open group would hold this rank's later calls; the first error is the one reported
+      try {
+        device_->group_end();
+      } catch (...) {
+      }
+      throw;
+    }
     device_->group_end();
   }
 
@@ -142,8 +158,8 @@ class Mover {
 
   SwitchKey key(const StagedItem& item, std::vector<DeviceTransfer>& transfers, int from) {
     if (item.digits != engine_.context().key_digits()) {
-      throw CommunicatorError("received a key of " + std::to_string(item.digits) + " digits, this rank's context has " +
-                              std::to_string(engine_.context().key_digits()));
+      throw CommunicatorError("rank " + std::to_string(rank_) + " received a key of " + std::to_string(item.digits) +
+                              " digits, its context has " + std::to_string(engine_.context().key_digits()));
     }
     SwitchKey out;
     out.context_id = engine_.context().id();
@@ -157,6 +173,7 @@ class Mover {
   const Engine& engine_;
   DeviceCommunicator* device_;
   TransferStats& stats_;
+  int rank_;
 };
 
 // The sender's context must be this rank's, parameter for parameter.
@@ -208,43 +225,77 @@ void Communicator::check_agreement(const std::string& what, const std::string& v
   if (!differ.empty()) throw CommunicatorError("the ranks disagree on " + what + ": " + differ.substr(2));
 }
 
+namespace {
+// What one rank says in connect(): its backend, and an error text or nothing.
+struct ConnectOffer {
+  std::string backend;
+  bool available = false;
+  std::optional<CommunicatorId> id;  // rank 0's, once the others said they can join
+  std::string failure;
+};
+
+// Every failure of `all`, as "rank r <what>: failure; ...", or empty.
+std::string failures(const std::vector<detail::Contribution>& all, const char* what) {
+  std::string out;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto& offer = *static_cast<const ConnectOffer*>(all[r].payload.get());
+    if (!offer.failure.empty()) out += "; rank " + std::to_string(r) + " " + what + ": " + offer.failure;
+  }
+  return out.empty() ? out : out.substr(2);
+}
+}  // namespace
+
 bool Communicator::connect(const Engine& engine) {
-  struct Offer {
-    std::string backend;
-    std::optional<CommunicatorId> id;
-  };
-  auto mine = std::make_shared<Offer>(Offer{engine.backend().name(), engine.backend().communicator_id()});
-  const auto all = rendezvous_->exchange(rank_, "connect", mine);
+  device_.reset();
+  device_backend_ = nullptr;
+  not_connected_.clear();
+  // Whether every rank's backend, all of one kind, has device collectives.
+  auto mine = std::make_shared<ConnectOffer>();
+  mine->backend = engine.backend().name();
+  try {
+    mine->available = engine.backend().has_device_collectives();
+  } catch (const Error& e) {
+    mine->failure = e.what();
+  }
+  auto all = rendezvous_->exchange(rank_, "connect", mine);
   ++stats_.collectives;
-  for (std::size_t r = 0; r < all->size(); ++r) {  // every rank decides the same
-    const auto& offer = *static_cast<const Offer*>((*all)[r].payload.get());
+  not_connected_ = failures(*all, "cannot tell whether it has device collectives");
+  for (std::size_t r = 0; r < all->size() && not_connected_.empty(); ++r) {  // every rank decides the same
+    const auto& offer = *static_cast<const ConnectOffer*>((*all)[r].payload.get());
     if (offer.backend != mine->backend) {
-      not_connected_ =
-          "rank " + std::to_string(r) + "'s backend is '" + offer.backend + "', this rank's '" + mine->backend + "'";
-      return false;
-    }
-    if (!offer.id) {
+      not_connected_ = "rank " + std::to_string(r) + "'s backend is '" + offer.backend + "', rank " +
+                       std::to_string(rank_) + "'s '" + mine->backend + "'";
+    } else if (!offer.available) {
       not_connected_ = "rank " + std::to_string(r) + "'s backend '" + offer.backend + "' has no device collectives";
-      return false;
     }
   }
+  if (!not_connected_.empty()) return false;
+  // Rank 0 makes the id (only one: an NCCL id holds resources until it is joined).
+  auto id = std::make_shared<ConnectOffer>();
+  if (rank_ == 0) {
+    try {
+      id->id = engine.backend().communicator_id();
+      if (!id->id) id->failure = "its backend made no communicator id";
+    } catch (const Error& e) {
+      id->failure = e.what();
+    }
+  }
+  all = rendezvous_->exchange(rank_, "connect (id)", id);
+  not_connected_ = failures(*all, "could not make an id");
+  if (!not_connected_.empty()) return false;
+  const CommunicatorId& root_id = *static_cast<const ConnectOffer*>((*all)[0].payload.get())->id;
   // A join that fails on any rank (NCCL refuses two ranks on one GPU, say)
   // leaves every rank on host staging, with the reason.
-  const auto& root = *static_cast<const Offer*>((*all)[0].payload.get());
-  std::string failure;
+  auto joined = std::make_shared<ConnectOffer>();
   try {
-    device_ = engine.backend().join_communicator(*root.id, size(), rank_, rendezvous_->timeout());
+    device_ = engine.backend().join_communicator(root_id, size(), rank_, rendezvous_->timeout());
   } catch (const Error& e) {
-    failure = e.what();
+    joined->failure = e.what();
   }
   // A rank whose join failed at once waits here while the others' joins time out.
-  const auto joined = rendezvous_->exchange(rank_, "connect (joined)", std::make_shared<std::string>(failure), 2);
-  for (std::size_t r = 0; r < joined->size(); ++r) {
-    const auto& theirs = *static_cast<const std::string*>((*joined)[r].payload.get());
-    if (!theirs.empty()) not_connected_ += "; rank " + std::to_string(r) + " could not join: " + theirs;
-  }
+  all = rendezvous_->exchange(rank_, "connect (joined)", joined, 2);
+  not_connected_ = failures(*all, "could not join");
   if (!not_connected_.empty()) {
-    not_connected_.erase(0, 2);
     device_.reset();
     return false;
   }
@@ -284,7 +335,7 @@ Result broadcast_items(detail::Rendezvous& rendezvous, Mover& mover, int rank, i
     mine->context = context_fingerprint(mover.engine().context());
     send_on_root(*mine, transfers);
   }
-  const auto all = rendezvous.exchange(rank, with_root(operation, root), mine);
+  const auto all = rendezvous.exchange(rank, with_root(operation, root) + mover.transport(), mine);
   ++stats.collectives;
   return mover.receive_then_issue(rendezvous, rank, transfers, [&] {
     return make(checked(mover.engine(), (*all)[static_cast<std::size_t>(root)].payload.get(), root, rank), transfers);
@@ -295,7 +346,7 @@ Result broadcast_items(detail::Rendezvous& rendezvous, Mover& mover, int rank, i
 
 template <class V>
 V Communicator::broadcast_value(const Engine& engine, const V* value, int root) {
-  Mover mover(engine, device_for(engine), stats_);
+  Mover mover(engine, device_for(engine), stats_, rank_);
   return broadcast_items<V>(
       *rendezvous_, mover, rank_, root, value != nullptr, "broadcast", stats_,
       [&](Staged& s, std::vector<DeviceTransfer>& t) {
@@ -316,7 +367,7 @@ Plaintext Communicator::broadcast(const Engine& engine, const Plaintext* value, 
 }
 
 SwitchKey Communicator::broadcast(const Engine& engine, const SwitchKey* key, int root) {
-  Mover mover(engine, device_for(engine), stats_);
+  Mover mover(engine, device_for(engine), stats_, rank_);
   return broadcast_items<SwitchKey>(
       *rendezvous_, mover, rank_, root, key != nullptr, "broadcast of a key", stats_,
       [&](Staged& s, std::vector<DeviceTransfer>& t) {
@@ -335,7 +386,7 @@ RelinKey Communicator::broadcast(const Engine& engine, const RelinKey* key, int 
 }
 
 GaloisKeys Communicator::broadcast(const Engine& engine, const GaloisKeys* keys, int root) {
-  Mover mover(engine, device_for(engine), stats_);
+  Mover mover(engine, device_for(engine), stats_, rank_);
   return broadcast_items<GaloisKeys>(
       *rendezvous_, mover, rank_, root, keys != nullptr, "broadcast of Galois keys", stats_,
       [&](Staged& s, std::vector<DeviceTransfer>& t) {
@@ -360,7 +411,7 @@ Ciphertext Communicator::scatter(const Engine& engine, std::span<const Ciphertex
     throw InvalidArgumentError("scatter: the root passed " + std::to_string(values.size()) +
                                " values, expected one per rank (" + std::to_string(size()) + ")");
   }
-  Mover mover(engine, nullptr, stats_);
+  Mover mover(engine, nullptr, stats_, rank_);
   return broadcast_items<Ciphertext>(
       *rendezvous_, mover, rank_, root, !values.empty(), "scatter", stats_,
       [&](Staged& s, std::vector<DeviceTransfer>&) {
@@ -380,11 +431,11 @@ std::vector<Ciphertext> Communicator::all_gather(const Engine& engine, const Cip
     ++stats_.collectives;
     return {value};
   }
-  Mover mover(engine, device_for(engine), stats_);
+  Mover mover(engine, device_for(engine), stats_, rank_);
   auto mine = std::make_shared<Staged>();
   mine->context = context_fingerprint(engine.context());
   mine->items.push_back(mover.send(value));
-  const auto all = rendezvous_->exchange(rank_, "all_gather", mine);
+  const auto all = rendezvous_->exchange(rank_, std::string("all_gather") + mover.transport(), mine);
   ++stats_.collectives;
   std::vector<DeviceTransfer> transfers;
   return mover.receive_then_issue(*rendezvous_, rank_, transfers, [&] {
@@ -408,7 +459,7 @@ std::vector<Ciphertext> Communicator::gather(const Engine& engine, const Ciphert
     throw InvalidArgumentError("gather: root " + std::to_string(root) + " is not a rank of 0.." +
                                std::to_string(size() - 1));
   }
-  Mover mover(engine, nullptr, stats_);
+  Mover mover(engine, nullptr, stats_, rank_);
   std::shared_ptr<Staged> mine;
   if (rank_ != root) {
     mine = std::make_shared<Staged>();
@@ -477,7 +528,13 @@ std::vector<TransferStats> DeviceGroup::run(const std::function<void(Communicato
   };
   {
     std::vector<std::jthread> threads;
-    for (int rank = 1; rank < ranks_; ++rank) threads.emplace_back(rank_main, rank);
+    threads.reserve(static_cast<std::size_t>(ranks_));
+    try {
+      for (int rank = 1; rank < ranks_; ++rank) threads.emplace_back(rank_main, rank);
+    } catch (const std::exception& e) {  // the started ranks must not wait for the timeout
+      rendezvous->fail(std::string("DeviceGroup could not start a thread per rank: ") + e.what());
+      throw;  // after the started threads are joined
+    }
     rank_main(0);
   }
   // The rank whose own error failed the group, else the first error (a timeout or a mismatch every rank saw).

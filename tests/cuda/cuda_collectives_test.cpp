@@ -76,20 +76,20 @@ void expect_collectives_bit_exact(Ranks& g, bool expect_connected, const std::st
 TEST(CudaCollectives, TwoRanksOnOneGpuStayOnHostStagingBitForBit) {
   REQUIRE_GPU();
   Ranks g({0, 0});
-  const bool nccl = cuda::nccl_communicator_id().has_value();
+  const bool nccl = cuda::nccl_loads();
   expect_collectives_bit_exact(g, false, nccl ? "two ranks on device 0" : "has no device collectives");
 }
 
 TEST(CudaCollectives, OneRankJoinsNcclWhenItLoads) {
   REQUIRE_GPU();
-  if (!cuda::nccl_communicator_id()) GTEST_SKIP() << cuda::nccl_status();
+  if (!cuda::nccl_loads()) GTEST_SKIP() << cuda::nccl_status();
   Ranks g({0});
   expect_collectives_bit_exact(g, true, "");
 }
 
 TEST(CudaCollectives, TwoGpusMoveValuesThroughNcclBitForBit) {
   REQUIRE_GPUS(2);
-  if (!cuda::nccl_communicator_id()) GTEST_SKIP() << cuda::nccl_status();
+  if (!cuda::nccl_loads()) GTEST_SKIP() << cuda::nccl_status();
   Ranks g({0, 1});
   expect_collectives_bit_exact(g, true, "");
 }
@@ -131,7 +131,7 @@ outputs:
   EXPECT_EQ(one.outputs[0].digests, two.outputs[0].digests);
   ASSERT_TRUE(two.data_parallel);
   EXPECT_EQ(two.data_parallel->repetitions, (std::vector<int>{3, 3}));
-  if (cuda::nccl_communicator_id()) {
+  if (cuda::nccl_loads()) {
     EXPECT_EQ(two.data_parallel->transport, "device collectives");
   }
 }

@@ -179,7 +179,8 @@ TEST(DeviceGroupErrors, RanksCallingDifferentCollectivesFailByName) {
     });
     FAIL() << "expected a CommunicatorError";
   } catch (const CommunicatorError& e) {
-    EXPECT_NE(std::string(e.what()).find("called broadcast (root 0) while rank 1 called all_gather"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("called broadcast (root 0) staged while rank 1 called all_gather staged"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -284,7 +285,7 @@ namespace {
 class NoCollectives final : public ForwardingBackend {
  public:
   NoCollectives() : ForwardingBackend(cpu::make_cpu_backend({1})) {}
-  std::optional<CommunicatorId> communicator_id() override { return std::nullopt; }
+  bool has_device_collectives() const override { return false; }
 };
 
 TEST(DeviceGroupConnect, StaysOnHostStagingUnlessEveryRanksBackendHasCollectives) {
@@ -352,6 +353,46 @@ TEST(DeviceGroupConnect, ARankThatCannotReceiveFailsEveryRankBeforeTheDeviceBroa
     EXPECT_NE(std::string(e.what()).find("the ranks' parameters differ"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace fhelium::runtime
+
+namespace fhelium::runtime {
+namespace {
+
+// The cpu backends' device collectives themselves: a broadcast whose root
+// timed out breaks the group, so a late rank fails instead of copying from
+// a buffer the root has released.
+TEST(CpuCollectives, ALateRankFailsAfterTheRootTimedOut) {
+  auto backend0 = cpu::make_cpu_backend({1}), backend1 = cpu::make_cpu_backend({1});
+  ASSERT_TRUE(backend0->has_device_collectives());
+  const CommunicatorId id = *backend0->communicator_id();
+  const auto timeout = std::chrono::milliseconds(100);
+  std::unique_ptr<DeviceCommunicator> c0, c1;
+  {
+    std::jthread joiner([&] { c1 = backend1->join_communicator(id, 2, 1, timeout); });
+    c0 = backend0->join_communicator(id, 2, 0, timeout);
+  }
+  ASSERT_TRUE(c0 && c1);
+  std::string late;
+  {
+    std::jthread rank1([&] {
+      auto buffer = backend1->allocate(64);
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      try {
+        c1->broadcast(*buffer, 64, 0);
+      } catch (const BackendError& e) {
+        late = e.what();
+      }
+    });
+    auto buffer = backend0->allocate(64);
+    EXPECT_THROW(c0->broadcast(*buffer, 64, 0), BackendError);
+  }
+  EXPECT_NE(late.find("rank 0 waited 100 ms"), std::string::npos) << late;
+  // A join that one rank never makes fails the others after the timeout.
+  const CommunicatorId lonely = *backend0->communicator_id();
+  EXPECT_THROW(backend0->join_communicator(lonely, 2, 0, timeout), BackendError);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
 
   MemoryUsage memory_usage() const override { return pool_->usage(); }
 
+  bool has_device_collectives() const override { return true; }
   std::optional<CommunicatorId> communicator_id() override { return new_communicator_id(); }
   std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
                                                         std::chrono::milliseconds timeout) override {

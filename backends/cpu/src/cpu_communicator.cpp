@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,12 @@ class Group {
 
   int ranks() const { return ranks_; }
 
-  // Waits until every rank has arrived; returns every rank's buffer.
+  // Waits until every rank has arrived; returns every rank's buffer. A
+  // timeout breaks the group for good: a late rank must not copy from a
+  // buffer its root has already released.
   std::vector<CpuBuffer*> arrive(int rank, CpuBuffer* buffer, const char* what) {
     std::unique_lock lock(mutex_);
+    if (broken_) throw BackendError(std::string("cpu ") + what + ": " + *broken_);
     buffers_[static_cast<std::size_t>(rank)] = buffer;
     const std::uint64_t call = generation_;
     if (++arrived_ == ranks_) {
@@ -34,9 +38,14 @@ class Group {
       all_arrived_.notify_all();
       return released_;
     }
-    if (!all_arrived_.wait_for(lock, timeout_, [&] { return generation_ != call; })) {
-      throw BackendError(std::string("cpu ") + what + ": rank " + std::to_string(rank) + " waited " +
-                         std::to_string(timeout_.count()) + " ms for the other ranks of its communicator");
+    all_arrived_.wait_for(lock, timeout_, [&] { return generation_ != call || broken_; });
+    if (generation_ == call) {
+      if (!broken_) {
+        broken_ = "rank " + std::to_string(rank) + " waited " + std::to_string(timeout_.count()) +
+                  " ms for the other ranks of its communicator";
+        all_arrived_.notify_all();
+      }
+      throw BackendError(std::string("cpu ") + what + ": " + *broken_);
     }
     return released_;
   }
@@ -50,6 +59,7 @@ class Group {
   int arrived_ = 0;
   std::vector<CpuBuffer*> buffers_;
   std::vector<CpuBuffer*> released_;  // read by the waiters before any of them can complete the next call
+  std::optional<std::string> broken_;
 };
 
 class CpuCommunicator final : public DeviceCommunicator {
@@ -86,10 +96,12 @@ class CpuCommunicator final : public DeviceCommunicator {
 // address, so an id from another copy of the library is refused.
 struct Registry {
   std::mutex mutex;
-  std::condition_variable joined;
+  std::condition_variable changed;
   struct Pending {
     std::shared_ptr<Group> group;
-    int joined = 0;
+    int joined = 0;       // ranks that arrived
+    int inside = 0;       // ranks still in join_cpu_communicator
+    std::string failure;  // set by the first rank that gave up: the others give up too
   };
   std::map<std::uint64_t, Pending> pending;
   std::atomic<std::uint64_t> next{1};
@@ -128,22 +140,33 @@ std::unique_ptr<DeviceCommunicator> join_cpu_communicator(const CommunicatorId& 
   std::unique_lock lock(r.mutex);
   Registry::Pending& p = r.pending[serial];
   if (!p.group) p.group = std::make_shared<Group>(ranks, timeout);
-  if (p.group->ranks() != ranks) {
-    throw InvalidArgumentError("cpu join_communicator: rank " + std::to_string(rank) + " joins with " +
-                               std::to_string(ranks) + " ranks, the communicator has " +
-                               std::to_string(p.group->ranks()));
+  ++p.inside;
+  const auto leave = [&] {
+    if (--p.inside == 0) r.pending.erase(serial);  // p is gone after this
+  };
+  if (!p.failure.empty() || p.group->ranks() != ranks) {
+    const std::string why = !p.failure.empty()
+                                ? p.failure
+                                : "rank " + std::to_string(rank) + " joins with " + std::to_string(ranks) +
+                                      " ranks, the communicator has " + std::to_string(p.group->ranks());
+    leave();
+    throw BackendError("cpu join_communicator: " + why);
   }
   auto group = p.group;
-  if (++p.joined == ranks) {
-    r.pending.erase(serial);
-    r.joined.notify_all();
-  } else if (!r.joined.wait_for(lock, timeout, [&] { return r.pending.count(serial) == 0; })) {
-    r.pending.erase(serial);  // the late ranks find no group and fail too
-    r.joined.notify_all();
-    throw BackendError("cpu join_communicator: rank " + std::to_string(rank) + " waited " +
-                       std::to_string(timeout.count()) + " ms for the other " + std::to_string(ranks - 1) +
-                       " ranks to join");
+  ++p.joined;
+  r.changed.notify_all();
+  const bool all = r.changed.wait_for(lock, timeout, [&] { return p.joined == ranks || !p.failure.empty(); });
+  if (!all || p.joined != ranks) {
+    if (p.failure.empty()) {
+      p.failure = "rank " + std::to_string(rank) + " waited " + std::to_string(timeout.count()) + " ms for the other " +
+                  std::to_string(ranks - 1) + " ranks to join";
+    }
+    const std::string why = p.failure;
+    r.changed.notify_all();
+    leave();
+    throw BackendError("cpu join_communicator: " + why);
   }
+  leave();
   return std::make_unique<CpuCommunicator>(std::move(group), rank);
 }
 

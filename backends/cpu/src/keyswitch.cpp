@@ -42,8 +42,8 @@ std::size_t key_digit(const Context& c, int level, int j) {
 // acc0/acc1[k] = sum_j ext_j[index(k)] * kb_j[k] / ka_j[k] mod q. Blocks of
 // coefficients keep the 128-bit sums in L1 and read three streams at a time.
 template <class Index>
-void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const u64* const* kb,
-                         const u64* const* ka, const Modulus& q, u64* acc0, u64* acc1, Index index) {
+void multiply_accumulate(std::size_t n, int digits, const u64* const* ext, const u64* const* kb, const u64* const* ka,
+                         const Modulus& q, u64* acc0, u64* acc1, Index index) {
   constexpr std::size_t block = 512;
   u128 sum0[block];
   u128 sum1[block];
@@ -293,7 +293,8 @@ void mod_up_inner_product_fused(const CpuContext& ctx, const u64* d, int level, 
   };
   const auto lists = assign_slots(c, level, ctx.threads());
   on_each_thread(ctx.threads(), [&](int thread, int team) {
-    for (std::size_t list = static_cast<std::size_t>(thread); list < lists.size(); list += static_cast<std::size_t>(team)) {
+    for (std::size_t list = static_cast<std::size_t>(thread); list < lists.size();
+         list += static_cast<std::size_t>(team)) {
       for (int slot : lists[list]) multiply_slot(thread, slot);
     }
   });

@@ -243,6 +243,7 @@ class CudaBackend final : public Backend {
 
   MemoryUsage memory_usage() const override { return runtime_->memory_usage(); }
 
+  bool has_device_collectives() const override { return nccl_loads(); }
   std::optional<CommunicatorId> communicator_id() override { return nccl_communicator_id(); }
   std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
                                                         std::chrono::milliseconds timeout) override {

@@ -118,14 +118,18 @@ Joining& joining() {
 // A non-blocking communicator's calls return while NCCL still issues them:
 // waits until it has, at most `timeout` (or until `failed` says why not),
 // then aborts it.
-void wait_issued(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what,
+void wait_issued(ncclComm_t& comm, std::chrono::milliseconds timeout, const char* what,
                  const std::function<std::string()>& failed = {}) {
+  const auto abort = [&comm] {
+    nccl().abort(comm);
+    comm = nullptr;  // freed: never destroyed again
+  };
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (failed) {
       const std::string why = failed();
       if (!why.empty()) {
-        nccl().abort(comm);
+        abort();
         throw BackendError(std::string("NCCL ") + what + ": another rank failed: " + why);
       }
     }
@@ -133,11 +137,11 @@ void wait_issued(ncclComm_t comm, std::chrono::milliseconds timeout, const char*
     check(nccl().async_error(comm, &state), "ncclCommGetAsyncError");
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      nccl().abort(comm);
+      abort();
       throw BackendError(std::string("NCCL ") + what + ": " + nccl().error_string(state));
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      nccl().abort(comm);
+      abort();
       throw BackendError(std::string("NCCL ") + what + ": not done after " + std::to_string(timeout.count()) +
                          " ms (a rank is missing or stuck); the communicator was aborted");
     }
@@ -150,6 +154,7 @@ class NcclCommunicator final : public DeviceCommunicator {
   NcclCommunicator(std::shared_ptr<DeviceRuntime> runtime, ncclComm_t comm, std::chrono::milliseconds timeout)
       : runtime_(std::move(runtime)), comm_(comm), timeout_(timeout) {}
   ~NcclCommunicator() override {
+    if (comm_ == nullptr) return;  // aborted
     runtime_->activate();
     nccl().destroy(comm_);
   }
@@ -165,6 +170,7 @@ class NcclCommunicator final : public DeviceCommunicator {
       throw InvalidArgumentError("cuda broadcast: " + std::to_string(bytes) + " bytes in a buffer of " +
                                  std::to_string(device->size_bytes()));
     }
+    if (comm_ == nullptr) throw BackendError("cuda broadcast: the NCCL communicator was aborted after an error");
     runtime_->activate();
     check(nccl().broadcast(device->data(), device->data(), bytes, ncclUint8, root, comm_, runtime_->stream()),
           "ncclBroadcast");
@@ -197,6 +203,8 @@ std::string nccl_status() {
          std::to_string(version % 100);
 }
 
+bool nccl_loads() { return nccl().failure.empty(); }
+
 std::optional<CommunicatorId> nccl_communicator_id() {
   if (!nccl().failure.empty()) return std::nullopt;
   static_assert(sizeof(ncclUniqueId) == std::tuple_size_v<CommunicatorId>);
@@ -222,7 +230,9 @@ std::unique_ptr<DeviceCommunicator> join_nccl_communicator(std::shared_ptr<Devic
     ~Leave() { joining().leave(id); }
   } leave{id};
   ncclComm_t comm = nullptr;
-  check(nccl().init_rank_config(&comm, ranks, unique, rank, &config), "ncclCommInitRankConfig");
+  const ncclResult_t started = nccl().init_rank_config(&comm, ranks, unique, rank, &config);
+  if (started != ncclSuccess && started != ncclInProgress && comm != nullptr) nccl().abort(comm);
+  check(started, "ncclCommInitRankConfig");
   wait_issued(comm, timeout, "ncclCommInitRankConfig", [&id] { return joining().failure(id); });
   return std::make_unique<NcclCommunicator>(std::move(runtime), comm, timeout);
 }
@@ -230,6 +240,8 @@ std::unique_ptr<DeviceCommunicator> join_nccl_communicator(std::shared_ptr<Devic
 #else
 
 std::string nccl_status() { return "NCCL: not built (nccl.h was not found at build time)"; }
+
+bool nccl_loads() { return false; }
 
 std::optional<CommunicatorId> nccl_communicator_id() { return std::nullopt; }
 

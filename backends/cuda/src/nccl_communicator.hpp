@@ -17,6 +17,8 @@ namespace fhelium::cuda {
 
 // "NCCL 2.28.9" when loaded, else why not ("not built: ...", "libnccl.so.2 did not load: ...").
 std::string nccl_status();
+// Whether NCCL was built in and libnccl.so.2 loads.
+bool nccl_loads();
 // A new NCCL unique id; nullopt when NCCL is not built or does not load.
 std::optional<CommunicatorId> nccl_communicator_id();
 // ncclCommInitRank (non-blocking, bounded by `timeout`) on runtime's device;

@@ -256,6 +256,8 @@ typedef struct FheliumCollectiveArgs {
   FheliumBuffer* buffer;             /* broadcast */
   size_t bytes;                      /* broadcast */
   int32_t root;                      /* broadcast */
+  int32_t query_only;                /* communicator_id: 1 to ask only whether there are collectives */
+  int32_t available;                 /* communicator_id: out, 1 when there are (and, unless query_only, id holds one) */
 } FheliumCollectiveArgs;
 
 /* FHELIUM_EXTENSION_COLLECTIVES (ABI 1.7): device-to-device collectives
@@ -265,7 +267,9 @@ typedef struct FheliumCollectiveArgs {
  * same order. */
 typedef struct FheliumCollectivesExtension {
   FheliumExtension base;
-  /* backend. out: id, naming a new communicator (made by one rank). */
+  /* backend, query_only. out: available; unless query_only and when
+   * available, id naming a new communicator (made by one rank). A backend
+   * without collectives returns success with available = 0. */
   FheliumError* (*communicator_id)(FheliumCollectiveArgs* args);
   /* backend, id, ranks, rank, timeout_ms: returns once every rank has
    * joined. out: communicator, owned by the caller (communicator_destroy). */

@@ -15,8 +15,8 @@
 // synchronize_event, copy, memory_usage, supports_capture, capturing,
 // begin_capture and end_capture: a backend that overrides them gets them
 // across the boundary, one that does not gets the Backend defaults. The
-// COLLECTIVES extension (ABI 1.7) likewise carries communicator_id and
-// join_communicator (an empty id: the backend has none).
+// COLLECTIVES extension (ABI 1.7) likewise carries has_device_collectives,
+// communicator_id and join_communicator.
 #pragma once
 
 #include <algorithm>
@@ -433,7 +433,7 @@ struct Api {
   template <class Body>
   static FheliumError* run_collective(FheliumCollectiveArgs* args, const char* what, Body&& body) noexcept {
     return guarded([&] {
-      if (!FHELIUM_SDK_HAS_FIELD(args, FheliumCollectiveArgs, root)) {
+      if (!FHELIUM_SDK_HAS_FIELD(args, FheliumCollectiveArgs, available)) {
         throw InvalidArgumentError(std::string(what) + ": arguments missing or too small for ABI 1.7");
       }
       body(*args);
@@ -448,9 +448,11 @@ struct Api {
   static FheliumError* communicator_id(FheliumCollectiveArgs* args) {
     return run_collective(args, "communicator_id", [](FheliumCollectiveArgs& a) {
       if (a.backend == nullptr) throw InvalidArgumentError("communicator_id: no backend");
+      a.available = a.backend->impl->has_device_collectives() ? 1 : 0;
+      if (a.query_only || !a.available) return;
       const std::optional<CommunicatorId> id = a.backend->impl->communicator_id();
-      if (!id) throw BackendError("backend '" + a.backend->impl->name() + "' has no device collectives");
-      std::memcpy(a.id, id->data(), id->size());
+      a.available = id ? 1 : 0;
+      if (id) std::memcpy(a.id, id->data(), id->size());
     });
   }
   static FheliumError* communicator_join(FheliumCollectiveArgs* args) {

@@ -154,10 +154,13 @@ class Backend {
   virtual MemoryUsage memory_usage() const { return {}; }
 
   // Device collectives between backends of this kind (NCCL on cuda, memory
-  // copies between cpu backends of one process): one rank asks for an id,
-  // every rank joins with it; join returns once all `ranks` have joined and
-  // throws BackendError after `timeout`. nullopt: none, and the runtime
-  // stages through host memory (fhelium/runtime/device_group.hpp).
+  // copies between cpu backends of one process): one rank asks for an id
+  // (each id may cost the backend resources until it is joined), every rank
+  // joins with it; join returns once all `ranks` have joined and throws
+  // BackendError after `timeout`. Without them (has_device_collectives()
+  // false, communicator_id() nullopt) the runtime stages through host memory
+  // (fhelium/runtime/device_group.hpp).
+  virtual bool has_device_collectives() const { return false; }
   virtual std::optional<CommunicatorId> communicator_id() { return std::nullopt; }
   virtual std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
                                                                 std::chrono::milliseconds timeout);

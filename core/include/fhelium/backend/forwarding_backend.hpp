@@ -40,6 +40,7 @@ class ForwardingBackend : public Backend {
     inner_->copy(dst, src, bytes, stream);
   }
   MemoryUsage memory_usage() const override { return inner_->memory_usage(); }
+  bool has_device_collectives() const override { return inner_->has_device_collectives(); }
   std::optional<CommunicatorId> communicator_id() override { return inner_->communicator_id(); }
   std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
                                                         std::chrono::milliseconds timeout) override {

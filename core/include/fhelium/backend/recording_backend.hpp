@@ -36,6 +36,11 @@ class RecordingBackend final : public ForwardingBackend {
   double elapsed_seconds(const Event& start, const Event& end) override;
   void copy(Buffer& dst, const Buffer& src, std::size_t bytes, Stream* stream) override;
 
+  // The inner backend's collectives, run like eager operations: after the
+  // queued replays, and refused during a capture.
+  std::unique_ptr<DeviceCommunicator> join_communicator(const CommunicatorId& id, int ranks, int rank,
+                                                        std::chrono::milliseconds timeout) override;
+
   bool supports_capture() const override { return true; }
   bool capturing() const override { return capture_ != nullptr; }
   void begin_capture() override;
