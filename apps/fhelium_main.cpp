@@ -110,7 +110,7 @@ int describe_preset(const std::string& name) {
   const double word = static_cast<double>(stored_word_bytes(p.word_size));
   const double top_ct = 2.0 * ctx->level_basis(ctx->max_level()).count * static_cast<double>(n) * word;
   const double bottom_ct = 2.0 * ctx->level_basis(0).count * static_cast<double>(n) * word;
-  const double key = static_cast<double>(ctx->key_digits()) * 2.0 * ctx->key_limbs() * static_cast<double>(n) * word;
+  const double key = static_cast<double>(ctx->key_words()) * word;
   const int log_slots = static_cast<int>(std::log2(static_cast<double>(n / 2)));
   std::printf("  ciphertext: %s at the top level, %s at level 0 (2 x limbs x N words)\n", size_text(top_ct).c_str(),
               size_text(bottom_ct).c_str());

@@ -118,6 +118,16 @@ struct Fixture {
   }
 };
 
+// A rows x cols matrix of entries uniform in [-1, 1].
+inline std::vector<std::vector<double>> random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> d(-1.0, 1.0);
+  std::vector<std::vector<double>> m(rows, std::vector<double>(cols));
+  for (auto& row : m) {
+    for (auto& v : row) v = d(rng);
+  }
+  return m;
+}
+
 inline double max_error(const Message& expected, const Message& actual) {
   double e = 0;
   for (std::size_t i = 0; i < expected.size(); ++i) e = std::max(e, std::abs(expected[i] - actual[i]));

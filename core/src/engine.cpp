@@ -187,8 +187,7 @@ HostValue Engine::download(const Value& value) const {
 
 namespace {
 SwitchKey upload_key(Backend& backend, const Context& ctx, const HostSwitchKey& key) {
-  const std::size_t expected = static_cast<std::size_t>(ctx.key_digits()) * 2 *
-                               static_cast<std::size_t>(ctx.key_limbs()) * ctx.ring_degree();
+  const std::size_t expected = ctx.key_words();
   if (key.context_id != ctx.id() || key.digits != ctx.key_digits() || key.data.size() != expected) {
     throw StateError("key of context " + std::to_string(key.context_id) + " with " + std::to_string(key.digits) +
                      " digits and " + std::to_string(key.data.size()) + " words does not fit context " +
@@ -218,8 +217,7 @@ RelinKey Engine::upload_relinearization_key(const Backend::ChunkFill& fill) cons
   RelinKey rk;
   rk.context_id = context_->id();
   rk.digits = context_->key_digits();
-  const std::size_t words = static_cast<std::size_t>(rk.digits) * 2 * static_cast<std::size_t>(context_->key_limbs()) *
-                            context_->ring_degree();
+  const std::size_t words = context_->key_words();
   rk.buffer = backend_->allocate(words * stored_word_bytes(context_->word_size()));
   upload_residues_filled(*backend_, *rk.buffer, words, context_->word_size(), fill);
   return rk;

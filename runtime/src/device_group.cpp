@@ -29,10 +29,7 @@ struct Staged {
   std::vector<StagedItem> items;
 };
 
-std::size_t key_bytes(const Context& ctx) {
-  return static_cast<std::size_t>(ctx.key_digits()) * 2 * static_cast<std::size_t>(ctx.key_limbs()) *
-         ctx.ring_degree() * stored_word_bytes(ctx.word_size());
-}
+std::size_t key_bytes(const Context& ctx) { return ctx.key_words() * stored_word_bytes(ctx.word_size()); }
 
 std::size_t value_bytes(const Context& ctx, const ValueState& state) {
   return state.words(ctx) * stored_word_bytes(ctx.word_size());

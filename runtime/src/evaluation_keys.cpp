@@ -68,8 +68,7 @@ EvaluationKeys EvaluationKeys::load(const KeyRequirements& needed, const Engine&
   EvaluationKeys keys;
   if (needed.relinearization) {
     keys.relinearization_ = load_relinearization_key_file((dir / key_folder::relinearization_key).string(), engine);
-    keys.bytes_ += static_cast<std::size_t>(context.key_digits()) * 2 * static_cast<std::size_t>(context.key_limbs()) *
-                   context.ring_degree() * sizeof(u64);
+    keys.bytes_ += context.key_words() * sizeof(u64);
   }
   const std::set<std::uint32_t> elements = needed.galois_elements(context);
   std::vector<HostSwitchKey> galois;

@@ -237,15 +237,6 @@ TEST_F(Circuits, PolynomialWrongUseIsRefused) {
 
 // ---- linear transforms ----
 
-std::vector<std::vector<double>> random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> d(-1.0, 1.0);
-  std::vector<std::vector<double>> m(rows, std::vector<double>(cols));
-  for (auto& row : m) {
-    for (auto& v : row) v = d(rng);
-  }
-  return m;
-}
-
 // Fewest baby + giant rotations over every n1, by brute force.
 std::size_t fewest_rotations(const std::vector<long>& diagonals, long period) {
   std::size_t best = SIZE_MAX;
@@ -268,7 +259,7 @@ class LinearTransformCircuit : public Circuits, public ::testing::WithParamInter
 
 TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
   const auto [rows, cols] = GetParam();
-  const auto matrix = random_matrix(rows, cols, rng_);
+  const auto matrix = test::random_matrix(rows, cols, rng_);
   const LinearTransform lt = LinearTransform::from_matrix(matrix, slots());
   EXPECT_EQ(lt.key_switches(), fewest_rotations(lt.diagonal_indices(), static_cast<long>(lt.input_period())));
   const int level = f().context->max_level() - 1;
@@ -301,7 +292,7 @@ TEST_P(LinearTransformCircuit, MatchesTheProductWithExactKeysLevelAndScale) {
 }
 
 TEST_F(Circuits, EveryRotationHoistedWhenAsked) {
-  const auto matrix = random_matrix(16, 16, rng_);
+  const auto matrix = test::random_matrix(16, 16, rng_);
   const LinearTransform lt = LinearTransform::from_matrix(matrix, slots()).with_baby_step(16);
   EXPECT_TRUE(lt.giant_steps().empty());
   EXPECT_EQ(lt.baby_steps().size(), 15u);
@@ -379,13 +370,13 @@ TEST_F(Circuits, LinearTransformWrongUseIsRefused) {
   EXPECT_THROW(LinearTransform::from_matrix(std::vector<std::vector<double>>{}, slots()), InvalidArgumentError);
   EXPECT_THROW(LinearTransform::from_matrix(std::vector<std::vector<double>>{{1, 2}, {3}}, slots()),
                InvalidArgumentError);
-  EXPECT_THROW(LinearTransform::from_matrix(random_matrix(slots() + 1, 1, rng_), slots()), InvalidArgumentError);
+  EXPECT_THROW(LinearTransform::from_matrix(test::random_matrix(slots() + 1, 1, rng_), slots()), InvalidArgumentError);
   EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(3)}}, 4, slots()), InvalidArgumentError);
   EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(4, 1.0)}}, 3, slots()), InvalidArgumentError);
   EXPECT_THROW(LinearTransform::from_diagonals({{0, Slots(4)}}, 4, slots()), InvalidArgumentError);  // all zero
   EXPECT_THROW(LinearTransform::from_diagonals({{1, Slots(4, 1.0)}, {-3, Slots(4, 1.0)}}, 4, slots()),
                InvalidArgumentError);  // 1 and -3 are the same diagonal
-  const LinearTransform other_slots = LinearTransform::from_matrix(random_matrix(4, 4, rng_), slots() / 2);
+  const LinearTransform other_slots = LinearTransform::from_matrix(test::random_matrix(4, 4, rng_), slots() / 2);
   ProgramBuilder b = builder(state_at(2));
   EXPECT_THROW(other_slots.apply(b, ValueRef{0}), InvalidArgumentError);
 }

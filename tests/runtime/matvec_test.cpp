@@ -11,15 +11,6 @@
 namespace fhelium::runtime {
 namespace {
 
-std::vector<std::vector<double>> random_matrix(int size, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> d(-1.0, 1.0);
-  std::vector<std::vector<double>> a(static_cast<std::size_t>(size), std::vector<double>(static_cast<std::size_t>(size)));
-  for (auto& row : a) {
-    for (auto& v : row) v = d(rng);
-  }
-  return a;
-}
-
 std::vector<double> random_vector(int size, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> d(-1.0, 1.0);
   std::vector<double> x(static_cast<std::size_t>(size));
@@ -37,7 +28,8 @@ struct MatvecSetup {
   std::optional<Executable> executable;
 
   explicit MatvecSetup(int size)
-      : matrix(random_matrix(size, rng)), transform(circuits::LinearTransform::from_matrix(matrix, f.slots())) {
+      : matrix(test::random_matrix(static_cast<std::size_t>(size), static_cast<std::size_t>(size), rng)),
+        transform(circuits::LinearTransform::from_matrix(matrix, f.slots())) {
     ProgramBuilder b(f.context, "matvec");
     b.output("y", transform.apply(b, b.input("x", f.encrypt(test::Message(f.slots())).state)));
     const PreparedProgram prepared = b.prepare();

@@ -15,15 +15,6 @@ namespace {
 using runtime::Communicator;
 using runtime::DeviceGroup;
 
-std::vector<std::vector<double>> random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> d(-1.0, 1.0);
-  std::vector<std::vector<double>> a(rows, std::vector<double>(cols));
-  for (auto& row : a) {
-    for (auto& v : row) v = d(rng);
-  }
-  return a;
-}
-
 // One key per step, made once: the ranks' keys are subsets of the whole set.
 using HostKeys = std::map<long, HostSwitchKey>;
 
@@ -53,7 +44,7 @@ TEST_P(TermParallel, EveryRankHoldsTheOneEngineResultAndTheClearProduct) {
   const auto ranks = static_cast<std::size_t>(GetParam());
   test::Fixture f(test::small_params(11, 2), 41);
   std::mt19937_64 rng(3);
-  const auto matrix = random_matrix(32, 32, rng);
+  const auto matrix = test::random_matrix(32, 32, rng);
   const LinearTransform whole = LinearTransform::from_matrix(matrix, f.slots());
   ASSERT_GE(whole.giant_groups(), ranks);
   std::vector<double> x(32);
@@ -114,7 +105,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, TermParallel, ::testing::Values(1, 2, 3));
 
 TEST(TermParallelParts, PartsCoverEveryDiagonalOnceAndRefuseTooManyRanks) {
   std::mt19937_64 rng(5);
-  const LinearTransform whole = LinearTransform::from_matrix(random_matrix(16, 16, rng), 1024);
+  const LinearTransform whole = LinearTransform::from_matrix(test::random_matrix(16, 16, rng), 1024);
   std::multiset<long> seen;
   for (std::size_t r = 0; r < 3; ++r) {
     const LinearTransform part = whole.part(r, 3);

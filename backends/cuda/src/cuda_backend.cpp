@@ -680,8 +680,7 @@ class CudaBackend final : public Backend {
 
     const u64* key(const KeyArg& k) {
       if (!k.buffer) throw BackendError(std::string("cuda ") + what + ": null key");
-      const std::size_t bytes = static_cast<std::size_t>(context.key_digits()) * 2 *
-                                static_cast<std::size_t>(context.key_limbs()) * context.ring_degree() * sizeof(u64);
+      const std::size_t bytes = context.key_words() * sizeof(u64);
       const u64* data = device_buffer(*k.buffer, bytes, what, ctx.runtime()->device()).data();
       accesses.push_back(access_of(data, bytes, false));
       return data;

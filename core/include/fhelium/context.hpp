@@ -98,6 +98,10 @@ class Context {
 
   // Key-basis layout: limbs 0..L are Q primes, L+1..L+K are P primes.
   int key_limbs() const { return q_count() + special_count(); }
+  // Residues of one switching key: digits x 2 x key_limbs x N.
+  std::size_t key_words() const {
+    return static_cast<std::size_t>(key_digits()) * 2 * static_cast<std::size_t>(key_limbs()) * ring_degree();
+  }
   int q_count() const { return static_cast<int>(q_.size()); }
   const std::vector<Modulus>& q() const { return q_; }
   const std::vector<Modulus>& p() const { return p_; }

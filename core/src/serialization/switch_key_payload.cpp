@@ -7,9 +7,6 @@ namespace {
 
 std::size_t limb_bytes(const Context& ctx) { return ctx.ring_degree() * sizeof(u64); }
 std::size_t half_bytes(const Context& ctx) { return static_cast<std::size_t>(ctx.key_limbs()) * limb_bytes(ctx); }
-std::size_t key_words(const Context& ctx) {
-  return static_cast<std::size_t>(ctx.key_digits()) * 2 * static_cast<std::size_t>(ctx.key_limbs()) * ctx.ring_degree();
-}
 
 // b_j or a_j of digit j, key_limbs x N words.
 template <class Word>
@@ -21,11 +18,11 @@ Word* half(const Context& ctx, Word* data, int digit, int which) {
 }  // namespace
 
 void check_saving_switch_key(const Context& ctx, const HostSwitchKey& key, const std::string& what) {
-  if (key.context_id != ctx.id() || key.digits != ctx.key_digits() || key.data.size() != key_words(ctx)) {
+  if (key.context_id != ctx.id() || key.digits != ctx.key_digits() || key.data.size() != ctx.key_words()) {
     throw StateError("cannot save " + what + " of context " + std::to_string(key.context_id) + " with " +
                      std::to_string(key.digits) + " digits and " + std::to_string(key.data.size()) +
                      " words: expected context " + std::to_string(ctx.id()) + ", " + std::to_string(ctx.key_digits()) +
-                     " digits, " + std::to_string(key_words(ctx)) + " words");
+                     " digits, " + std::to_string(ctx.key_words()) + " words");
   }
 }
 
@@ -47,7 +44,7 @@ HostSwitchKey empty_switch_key(const Context& ctx, std::uint32_t galois_element)
   key.context_id = ctx.id();
   key.digits = ctx.key_digits();
   key.galois_element = galois_element;
-  resize_for_load(key.data, key_words(ctx));
+  resize_for_load(key.data, ctx.key_words());
   return key;
 }
 
