@@ -154,9 +154,13 @@ int run_pipeline_command(const RunCommandOptions& options) {
   };
   run.progress = [&printer](const ProgressEvent& e) { printer(e); };
   run.devices = options.devices;
-  if (!options.devices.empty() && split_device(spec.backend.name).device) {
-    throw InvalidArgumentError("backend '" + spec.backend.name + "' names its device and --devices names " +
-                               std::to_string(options.devices.size()) + ": give the devices one way");
+  if (const NamedDevice named = split_device(spec.backend.name); named.device) {
+    if (!options.devices.empty()) {
+      throw InvalidArgumentError("backend '" + spec.backend.name + "' names its device and --devices names " +
+                                 std::to_string(options.devices.size()) + ": give the devices one way");
+    }
+    spec.backend.name = named.name;  // "cuda:1" runs, and is reported, on device 1
+    spec.backend.device = *named.device;
   }
   if (!options.keys_dir.empty()) {
     run.server = server_side(options);
