@@ -118,10 +118,47 @@ bool parse_shape(const std::string& name, int& log_n, int& levels, int& specials
   return at == name.size();
 }
 
-// A set named in ConformanceOptions::params: "N13_L6_K4", "N13_L3_K2_B44" or a preset.
+// Reads "N13_W32" (a small chain of the 32-bit word family) into log_n.
+bool parse_int32_shape(const std::string& name, int& log_n) {
+  const std::string suffix = "_W32";
+  if (name.size() < 2 + suffix.size() || name.size() > 3 + suffix.size() || name[0] != 'N' || !name.ends_with(suffix)) {
+    return false;
+  }
+  const std::string digits = name.substr(1, name.size() - 1 - suffix.size());
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    return false;
+  }
+  log_n = std::stoi(digits);
+  return true;
+}
+
+// The rational chain of the 32-bit word family at a small ring: two
+// terminal primes of 20 bits, ten mains of 30 (levels 0..7 of every kind),
+// P of two 31-bit primes.
+CkksParameters small_int32_params(int log_n) {
+  CkksParameters p;
+  p.log_ring_degree = log_n;
+  p.word_size = WordSize::bits32;
+  p.q_bits = {20, 20};
+  p.q_bits.insert(p.q_bits.end(), 10, 30);
+  p.p_bits = {31, 31};
+  p.scale = std::ldexp(1.0, static_cast<int>(scale_bits));
+  p.allow_insecure = true;
+  return p;
+}
+
+// A set named in ConformanceOptions::params: "N13_L6_K4", "N13_L3_K2_B44",
+// "N13_W32" or a preset.
 Shape named_shape(const std::string& name) {
   Shape shape;
   int log_n = 0, levels = 0, specials = 0, bits = 0;
+  if (parse_int32_shape(name, log_n)) {
+    check_log_n(log_n, "parameter set '" + name + "'");
+    shape.name = "N" + std::to_string(std::uint64_t{1} << log_n) + "/W32";
+    shape.params = small_int32_params(log_n);
+    shape.seed_parts = {static_cast<std::uint64_t>(log_n), 32};
+    return shape;
+  }
   if (parse_shape(name, log_n, levels, specials, bits)) {
     const std::string what = "parameter set '" + name + "'";
     check_log_n(log_n, what);
@@ -144,7 +181,7 @@ Shape named_shape(const std::string& name) {
     for (const auto& k : preset_names()) known += (known.empty() ? "" : ", ") + k;
     throw InvalidArgumentError("parameter set '" + name +
                                "' is neither a shape N<log2 N>_L<levels>_K<special primes>[_B<prime bits>] (e.g. "
-                               "N13_L3_K2_B44) nor a preset (" +
+                               "N13_L3_K2_B44), N<log2 N>_W32 (32-bit words) nor a preset (" +
                                known + ")");
   }
   shape.name = name;

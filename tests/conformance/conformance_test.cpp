@@ -227,6 +227,18 @@ TEST(Conformance, TheInt32PresetPassesAtEveryKindOfLevel) {
   EXPECT_NE(find_case(results, "slots8192_scale40_levels7_int32/level5/multiply_relinearize_rescale"), nullptr);
 }
 
+// The small 32-bit chain the CUDA tests name ("N<log2 N>_W32") at its top level.
+TEST(Conformance, TheSmallInt32ShapePasses) {
+  ConformanceOptions o;
+  o.trials = 1;
+  o.params = {"N11_W32"};
+  o.levels = {top_level};
+  const auto results = run_conformance(cpu::make_cpu_backend({1}), o);
+  EXPECT_GT(results.size(), 50u);
+  for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
+  EXPECT_NE(find_case(results, "N2048/W32/level7/multiply_relinearize_rescale"), nullptr);
+}
+
 // The options the CUDA tests use, cheaply: a shape with every prime of 44
 // bits at its top level, a preset at its lowest, the transform family at
 // 2^10 with 44- and 45-bit primes.

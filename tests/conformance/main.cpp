@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
                                 "Parameter sets to run instead of the default ones: presets "
                                 "(slots8192_scale40_levels7, ...: `fhelium params` lists them) or shapes "
                                 "N<log2 N>_L<levels>_K<special primes>, e.g. N13_L6_K4 (55-bit q_0, levels of 40 "
-                                "bits, special primes of 55 bits), or N13_L3_K2_B44 (every q and p prime of 44 bits)")
+                                "bits, special primes of 55 bits), N13_L3_K2_B44 (every q and p prime of 44 bits), or "
+                                "N13_W32 (a small chain of the 32-bit word family)")
                      ->delimiter(',')
                      ->excludes(log_n);
   std::vector<std::string> levels;
