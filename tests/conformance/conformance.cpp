@@ -29,6 +29,7 @@
 #include "fhelium/error.hpp"
 #include "fhelium/keys.hpp"
 #include "fhelium/params.hpp"
+#include "helpers.hpp"
 
 namespace fhelium::conformance {
 namespace {
@@ -132,21 +133,6 @@ bool parse_int32_shape(const std::string& name, int& log_n) {
   return true;
 }
 
-// The rational chain of the 32-bit word family at a small ring: two
-// terminal primes of 20 bits, ten mains of 30 (levels 0..7 of every kind),
-// P of two 31-bit primes.
-CkksParameters small_int32_params(int log_n) {
-  CkksParameters p;
-  p.log_ring_degree = log_n;
-  p.word_size = WordSize::bits32;
-  p.q_bits = {20, 20};
-  p.q_bits.insert(p.q_bits.end(), 10, 30);
-  p.p_bits = {31, 31};
-  p.scale = std::ldexp(1.0, static_cast<int>(scale_bits));
-  p.allow_insecure = true;
-  return p;
-}
-
 // A set named in ConformanceOptions::params: "N13_L6_K4", "N13_L3_K2_B44",
 // "N13_W32" or a preset.
 Shape named_shape(const std::string& name) {
@@ -155,7 +141,7 @@ Shape named_shape(const std::string& name) {
   if (parse_int32_shape(name, log_n)) {
     check_log_n(log_n, "parameter set '" + name + "'");
     shape.name = "N" + std::to_string(std::uint64_t{1} << log_n) + "/W32";
-    shape.params = small_int32_params(log_n);
+    shape.params = test::small_int32_params(log_n);  // the tests' small rational chain
     shape.seed_parts = {static_cast<std::uint64_t>(log_n), 32};
     return shape;
   }
