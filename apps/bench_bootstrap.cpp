@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend_name, "backend name or plugin path; auto: cuda if it loads, else cpu");
   app.add_option("--log-n", log_n, "log2 of the ring degree")->check(CLI::Range(10, 17));
   app.add_option("--user-levels", user_levels, "levels left after bootstrapping")->check(CLI::Range(1, 30));
+  int word_bits = 64;
+  app.add_option("--word-bits", word_bits, "the word family: 64, or 32 (the rational chain with wide levels)")
+      ->check(CLI::IsMember({32, 64}));
   app.add_option("--runs", runs, "timed runs")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "warm-up runs")->check(CLI::Range(0, 100));
   app.add_flag("!--no-graph", graph, "skip the GraphProgram capture and replay");
@@ -111,7 +114,8 @@ int main(int argc, char** argv) {
   try {
     apps::ChosenBackend chosen = apps::choose_backend(backend_name);
     if (!chosen.note.empty()) std::cerr << chosen.note << "\n";
-    CkksParameters params = circuits::bootstrap_parameters(log_n, user_levels, config);
+    CkksParameters params = circuits::bootstrap_parameters(log_n, user_levels, config,
+                                                           word_bits == 32 ? WordSize::bits32 : WordSize::bits64);
     params.allow_insecure = log_n < 16;  // the layout fits the table from N = 2^16 on
     const auto context = Context::create(params);
     Csprng rng;
@@ -221,7 +225,9 @@ int main(int argc, char** argv) {
                      {"parameters",
                       {{"ring_degree", context->ring_degree()},
                        {"slots", m.size()},
-                       {"q_bits", json::value_from(params.q_bits)},
+                       {"word_bits", word_bits},
+                       {"wide_levels", params.wide_levels},
+                       {"q_bits", json::value_from(context->params().q_bits)},
                        {"p_bits", json::value_from(params.p_bits)},
                        {"log_qp", context->log_qp()},
                        {"key_digits", context->key_digits()},

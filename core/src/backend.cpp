@@ -65,25 +65,72 @@ void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, 
   relinearize(c, out, tensor, key);
 }
 
+namespace {
+
+// Level 0 of several primes (the 32-bit family: two mains): each
+// coefficient's integer in (-Q_0 / 2, Q_0 / 2] by Garner's algorithm, then
+// its residue modulo every prime of the top level. Q_0 < 2^63 (checked).
+void lift_level_zero_centered(const Context& context, const u64* in, u64* out, int out_limbs) {
+  const std::size_t n = context.ring_degree();
+  const int count = context.level_basis(0).count;
+  std::vector<u64> inverse(static_cast<std::size_t>(count));  // (q_0 .. q_(j-1))^-1 mod q_j
+  u128 modulus = 1;
+  for (int j = 0; j < count; ++j) {
+    const Modulus& qj = context.level_modulus(0, j);
+    inverse[static_cast<std::size_t>(j)] = j == 0 ? 1 : inv_mod(static_cast<u64>(modulus % qj.value), qj);
+    modulus *= qj.value;
+  }
+  if (modulus >> 63 != 0) throw InvalidArgumentError("mod_raise: level 0's modulus is 2^63 or more, expected less");
+  const auto q0 = static_cast<std::int64_t>(modulus);
+  std::vector<std::int64_t> centered(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    u64 x = 0;
+    u64 m = 1;
+    for (int j = 0; j < count; ++j) {
+      const Modulus& qj = context.level_modulus(0, j);
+      const u64 r = in[static_cast<std::size_t>(j) * n + k];
+      const u64 t = mul_mod(sub_mod(r, x % qj.value, qj.value), inverse[static_cast<std::size_t>(j)], qj);
+      x += m * t;
+      m *= qj.value;
+    }
+    const auto v = static_cast<std::int64_t>(x);
+    centered[k] = v > (q0 - 1) / 2 ? v - q0 : v;
+  }
+  for (int i = 0; i < out_limbs; ++i) {
+    const auto qi = static_cast<std::int64_t>(context.level_modulus(context.max_level(), i).value);
+    u64* dst = out + static_cast<std::size_t>(i) * n;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int64_t r = centered[k] % qi;
+      dst[k] = static_cast<u64>(r < 0 ? r + qi : r);
+    }
+  }
+}
+
+}  // namespace
+
 void Backend::mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) {
   const Context& context = c.context();
   const std::size_t n = context.ring_degree();
-  if (a.limbs != 1 || out.components != a.components) {
+  const int zero_limbs = context.level_basis(0).count;
+  if (a.limbs != zero_limbs || out.components != a.components) {
     throw InvalidArgumentError("mod_raise: the input has " + std::to_string(a.limbs) + " limbs and " +
-                               std::to_string(a.components) + " components, expected 1 limb and " +
-                               std::to_string(out.components) + " components");
+                               std::to_string(a.components) + " components, expected " + std::to_string(zero_limbs) +
+                               " limbs (level 0) and " + std::to_string(out.components) + " components");
   }
-  std::vector<u64> in(static_cast<std::size_t>(a.components) * n);
+  std::vector<u64> in(static_cast<std::size_t>(a.components) * static_cast<std::size_t>(a.limbs) * n);
   download_residues(*this, *a.buffer, in, context.word_size());
   std::vector<u64> raised(static_cast<std::size_t>(out.components) * static_cast<std::size_t>(out.limbs) * n);
-  const u64 q0 = context.q()[0].value;
   for (int comp = 0; comp < out.components; ++comp) {
+    const u64* src = in.data() + static_cast<std::size_t>(comp) * static_cast<std::size_t>(a.limbs) * n;
+    u64* component = raised.data() + static_cast<std::size_t>(comp) * static_cast<std::size_t>(out.limbs) * n;
+    if (zero_limbs > 1) {
+      lift_level_zero_centered(context, src, component, out.limbs);
+      continue;
+    }
+    const u64 q0 = context.level_modulus(0, 0).value;
     for (int i = 0; i < out.limbs; ++i) {
-      const Modulus& qi = context.q()[static_cast<std::size_t>(i)];
-      u64* dst =
-          raised.data() +
-          (static_cast<std::size_t>(comp) * static_cast<std::size_t>(out.limbs) + static_cast<std::size_t>(i)) * n;
-      lift_centered(in.data() + static_cast<std::size_t>(comp) * n, dst, n, q0, qi, q0 % qi.value);
+      const Modulus& qi = context.level_modulus(context.max_level(), i);
+      lift_centered(src, component + static_cast<std::size_t>(i) * n, n, q0, qi, q0 % qi.value);
     }
   }
   upload_residues(*this, *out.buffer, raised, context.word_size());

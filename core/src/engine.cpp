@@ -464,12 +464,6 @@ Ciphertext Engine::drop_to_level(const Ciphertext& a, int level) const {
 Ciphertext Engine::mod_raise(const Ciphertext& a) const {
   check_own(a, "mod_raise");
   require_components("mod_raise", a.state, 2);
-  if (context_->level_basis(0).count != 1) {
-    state_error("mod_raise",
-                "level 0 holds " + std::to_string(context_->level_basis(0).count) +
-                    " primes (the 32-bit family), expected one prime",
-                a.state, "word size", "64", std::to_string(static_cast<int>(a.state.word_size)));
-  }
   if (a.state.level != 0) {
     state_error("mod_raise", "operand is at level " + std::to_string(a.state.level) + ", expected level 0", a.state,
                 "level", "0", std::to_string(a.state.level));

@@ -1,10 +1,12 @@
 #include "fhelium/params.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
 
 #include "fhelium/error.hpp"
+#include "rational_chain.hpp"
 
 namespace fhelium {
 namespace {
@@ -48,6 +50,7 @@ struct Int32Shape {
   int log_n;
   int mains;
   int special_count;
+  int wide_levels = 0;  // bootstrapping presets: CoeffToSlot's 3 and EvalMod's 10
 };
 
 const std::map<std::string, Int32Shape>& int32_presets() {
@@ -55,6 +58,8 @@ const std::map<std::string, Int32Shape>& int32_presets() {
       {"slots8192_scale40_levels7_int32", {14, 10, 2}},     // ~402 <= 430, 6 digits
       {"slots16384_scale40_levels16_int32", {15, 22, 5}},   // ~855 <= 868, 5 digits
       {"slots32768_scale40_levels34_int32", {16, 46, 10}},  // ~1730 <= 1747, 5 digits
+      // 13 rational levels (10 left after SlotToCoeff's 3), 13 wide: ~1731 <= 1747, 4 digits.
+      {"slots32768_scale40_levels10_bootstrap_int32", {16, 18, 12, 13}},
   };
   return table;
 }
@@ -74,10 +79,18 @@ void CkksParameters::validate() const {
     throw ParameterError("scale " + std::to_string(scale) + " is invalid: expected a finite value > 1");
   }
   if (word_size == WordSize::bits32) {
-    const int mains = static_cast<int>(q_bits.size()) - 2;
-    if (mains < 2 || mains % 4 != 2) {
-      throw ParameterError("the 32-bit family's chain has " + std::to_string(q_bits.size()) +
-                           " q primes: expected two terminal primes and 2 mod 4 main primes (6, 10, 14, ...)");
+    const int q_count = static_cast<int>(q_bits.size());
+    if (wide_levels < 0 || (wide_levels > 0 && 2 * wide_levels > q_count - 4)) {
+      throw ParameterError("wide_levels " + std::to_string(wide_levels) + " with " + std::to_string(q_count) +
+                           " q primes: expected 0 .. " + std::to_string(std::max(0, (q_count - 4) / 2)) +
+                           " (two primes each, above a chain of at least four)");
+    }
+    const int mains = q_count - rational_chain::terminal_count - 2 * wide_levels;
+    if (q_count != 2 && (mains < 2 || mains % 4 != 2)) {
+      throw ParameterError("the 32-bit family's chain has " + std::to_string(q_count) + " q primes, " +
+                           std::to_string(2 * wide_levels) +
+                           " of them in wide levels: expected two terminal primes and 2 mod 4 main primes (6, 10, "
+                           "14, ...) before them, or two primes alone (level 0 only)");
     }
     // Terminal primes near sqrt(scale) and main pairs near scale x t below 2^31 each.
     if (scale < std::ldexp(1.0, 38) || scale > std::ldexp(1.0, 41)) {
@@ -92,6 +105,9 @@ void CkksParameters::validate() const {
     }
   } else if (word_size != WordSize::bits64) {
     throw ParameterError("word size " + std::to_string(static_cast<int>(word_size)) + ": expected 32 or 64");
+  } else if (wide_levels != 0) {
+    throw ParameterError("wide_levels " + std::to_string(wide_levels) +
+                         " in the 64-bit family: expected 0 (its levels are one prime each)");
   }
   if (security_bits != 128 && security_bits != 192 && security_bits != 256) {
     throw ParameterError("security level " + std::to_string(security_bits) + " bits: expected 128, 192 or 256");
@@ -106,7 +122,11 @@ void CkksParameters::validate() const {
 }
 
 int CkksParameters::max_level() const {
-  if (word_size == WordSize::bits32) return 3 * (static_cast<int>(q_bits.size()) - 4) / 4 + 1;
+  if (word_size == WordSize::bits32) {
+    const int q_count = static_cast<int>(q_bits.size());
+    if (q_count == 2) return 0;
+    return rational_chain::top_level(q_count - rational_chain::terminal_count - 2 * wide_levels) + wide_levels;
+  }
   return static_cast<int>(q_bits.size()) - 1;
 }
 
@@ -116,7 +136,8 @@ CkksParameters preset(const std::string& name) {
     p.log_ring_degree = small->second.log_n;
     p.word_size = WordSize::bits32;
     p.q_bits = {20, 20};
-    p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(small->second.mains), 30);
+    p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(small->second.mains + 2 * small->second.wide_levels), 30);
+    p.wide_levels = small->second.wide_levels;
     p.p_bits.assign(static_cast<std::size_t>(small->second.special_count), 31);
     p.scale = std::ldexp(1.0, 40);
     return p;

@@ -52,14 +52,38 @@ u64 nearest_unused(const std::vector<u64>& pool, const std::set<u64>& used, doub
 
 int top_level(int mains) { return 3 * (mains - 2) / 4 + 1; }
 
-std::vector<LevelBasis> levels(int mains) {
+std::vector<LevelBasis> levels(int mains, int wide_levels) {
+  if (mains == 0) return {{0, terminal_count}};  // level 0 only
   std::vector<LevelBasis> out;
   for (int level = 0; level <= top_level(mains); ++level) out.push_back(basis(level));
+  for (int k = 1; k <= wide_levels; ++k) out.push_back({0, terminal_count + mains + 2 * k});
   return out;
 }
 
-std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int mains, const std::vector<u64>& exclude) {
+std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int mains, int wide_levels,
+                               const std::vector<u64>& exclude) {
   std::set<u64> used(exclude.begin(), exclude.end());
+  const auto main_pool = ntt_primes_between(ring_degree, u64{1} << 28, u64{1} << 31);
+  std::vector<u64> chosen;
+  // The largest unused prime below `limit`.
+  const auto take_below = [&](u64 limit) {
+    auto it = std::lower_bound(main_pool.begin(), main_pool.end(), limit);
+    while (it != main_pool.begin()) {
+      const u64 q = *--it;
+      if (!used.count(q)) {
+        used.insert(q);
+        chosen.push_back(q);
+        return;
+      }
+    }
+    throw ParameterError("too few primes 1 mod " + std::to_string(2 * ring_degree) +
+                         " below 2^30 for the rational chain");
+  };
+  if (mains == 0) {  // level 0 only: its two primes
+    take_below(u64{1} << 30);
+    take_below(u64{1} << 30);
+    return chosen;
+  }
   const double log_scale = std::log2(scale);
   // A main pair must reach scale x t below 2^62: terminals below 2^62 / scale.
   const double terminal_limit = std::min(std::ldexp(1.0, 31), std::ldexp(1.0, 62) / scale);
@@ -86,22 +110,7 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
   }
   used.insert(t0);
   used.insert(t1);
-
-  const auto main_pool = ntt_primes_between(ring_degree, u64{1} << 28, u64{1} << 31);
-  std::vector<u64> chosen = {t1, t0};
-  const auto take_below = [&](u64 limit) {
-    auto it = std::lower_bound(main_pool.begin(), main_pool.end(), limit);
-    while (it != main_pool.begin()) {
-      const u64 q = *--it;
-      if (!used.count(q)) {
-        used.insert(q);
-        chosen.push_back(q);
-        return;
-      }
-    }
-    throw ParameterError("too few primes 1 mod " + std::to_string(2 * ring_degree) +
-                         " below 2^30 for the rational chain");
-  };
+  chosen = {t1, t0};
   take_below(u64{1} << 30);
   take_below(u64{1} << 30);
 
@@ -143,6 +152,23 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
       divisor = static_cast<double>(best_a) * static_cast<double>(best_b) / static_cast<double>(added);
     }
     below = std::sqrt(below * divisor);
+  }
+
+  // Wide levels: the smallest unused prime above 2^30 and its nearest partner to 2^60.
+  const double wide_scale = std::ldexp(1.0, 60);
+  for (int k = 0; k < wide_levels; ++k) {
+    auto it = std::lower_bound(main_pool.begin(), main_pool.end(), u64{1} << 30);
+    while (it != main_pool.end() && used.count(*it)) ++it;
+    const u64 a = it == main_pool.end() ? 0 : *it;
+    if (a != 0) used.insert(a);
+    const u64 b = a == 0 ? 0 : nearest_unused(main_pool, used, wide_scale / static_cast<double>(a));
+    if (b == 0 || std::fabs(std::log2(static_cast<double>(a) * static_cast<double>(b) / wide_scale)) > 0.5) {
+      throw ParameterError("too few primes 1 mod " + std::to_string(2 * ring_degree) +
+                           " near 2^30 for the wide level " + std::to_string(k + 1) + " of the 32-bit chain");
+    }
+    used.insert(b);
+    chosen.push_back(a);
+    chosen.push_back(b);
   }
   return chosen;
 }

@@ -8,19 +8,23 @@
 namespace fhelium {
 
 std::shared_ptr<const Context> encapsulation_low_context(const Context& context) {
-  if (context.special_count() < 1) {
-    throw InvalidArgumentError("sparse-secret encapsulation: the context has no special prime, expected one or more");
+  // Level 0's primes, and as many special primes (a digit of one level-0
+  // prime needs about its size of P: 64-bit q_0 p_0, 32-bit q_0 q_1 p_0 p_1).
+  const int count = context.level_basis(0).count;
+  if (context.special_count() < count) {
+    throw InvalidArgumentError("sparse-secret encapsulation: the context has " +
+                               std::to_string(context.special_count()) + " special primes, expected at least " +
+                               std::to_string(count) + " (as many as level 0 has primes)");
   }
-  if (context.level_basis(0).count != 1) {
-    throw ParameterError(
-        "the sparse-secret encapsulation (bootstrapping) needs one prime at level 0; the 32-bit "
-        "family's level 0 holds " +
-        std::to_string(context.level_basis(0).count) + ": expected a context of 64-bit words");
+  std::vector<u64> q;
+  std::vector<u64> p;
+  for (int i = 0; i < count; ++i) {
+    q.push_back(context.level_modulus(0, i).value);
+    p.push_back(context.p()[static_cast<std::size_t>(i)].value);
   }
   CkksParameters low = context.params();
-  low.q_bits = {low.q_bits.front()};
-  low.p_bits = {low.p_bits.front()};
-  return Context::create_with_primes(low, {context.q().front().value}, {context.p().front().value});
+  low.wide_levels = 0;
+  return Context::create_with_primes(low, q, p);
 }
 
 SparseEncapsulationKeys SparseEncapsulationKeys::generate(std::shared_ptr<const Context> context,

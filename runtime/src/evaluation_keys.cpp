@@ -17,7 +17,7 @@ std::size_t host_bytes(const HostSwitchKey& key) { return key.data.size() * size
 
 SparseEncapsulation upload_sparse_encapsulation(const Engine& engine, const SparseEncapsulationKeys& keys) {
   if (keys.sparse_to_dense.context_id != engine.context().id() || !keys.low_context ||
-      keys.low_context->q().front().value != engine.context().q().front().value) {
+      keys.low_context->q().front().value != engine.context().level_modulus(0, 0).value) {
     throw StateError("sparse-secret encapsulation: the keys were generated for another context (context " +
                      std::to_string(keys.sparse_to_dense.context_id) + "), expected context " +
                      std::to_string(engine.context().id()));

@@ -145,7 +145,7 @@ void check_keys(const PreparedProgram& prepared, const Engine& engine, const Mat
     if (e == nullptr || !e->low_engine || !e->dense_to_sparse.buffer || !e->sparse_to_dense.buffer) {
       missing.push_back("sparse-secret encapsulation keys (dense to sparse and back)");
     } else if (e->sparse_to_dense.context_id != context.id() ||
-               e->low_engine->context().q().front().value != context.q().front().value) {
+               e->low_engine->context().q().front().value != context.level_modulus(0, 0).value) {
       throw StateError("link " + prepared.program().name() +
                        ": the sparse-secret encapsulation keys belong to another context (context " +
                        std::to_string(e->sparse_to_dense.context_id) + "), expected context " +

@@ -590,7 +590,7 @@ std::string steps_text(const std::vector<long>& steps) {
   return s;
 }
 
-std::vector<CaseDef> make_cases(int level, WordSize word_size) {
+std::vector<CaseDef> make_cases(int level) {
   std::vector<CaseDef> cases;
   const auto def = [&](std::string name, auto run, auto expected) {
     cases.push_back({std::move(name), run, expected});
@@ -706,9 +706,9 @@ std::vector<CaseDef> make_cases(int level, WordSize word_size) {
         "drop_to_level(0)", [](Side& s, T t, P) { return single(s.get(s.engine.drop_to_level(s.ct(t.ha), 0))); },
         [=](T t) { return one(t.a); });
   }
-  // ModRaise (one prime at level 0: not the 32-bit family): residues against
-  // cpu; back at level 0 it is the input again.
-  if (level >= 1 && word_size == WordSize::bits64) {
+  // ModRaise (level 0 of one prime, or two in the 32-bit family): residues
+  // against cpu; back at level 0 it is the input again.
+  if (level >= 1) {
     def(
         "mod_raise",
         [](Side& s, T t, P) { return single(s.get(s.engine.mod_raise(s.engine.drop_to_level(s.ct(t.ha), 0)))); },
@@ -1199,7 +1199,7 @@ std::vector<CaseResult> run_conformance(const std::shared_ptr<Backend>& backend,
       const std::string shape_level = shape.name + "/level" + std::to_string(level);
       const std::string prefix = shape_level + "/";
       std::vector<CaseDef> cases;
-      for (auto& c : make_cases(level, shape.params.word_size)) {
+      for (auto& c : make_cases(level)) {
         if (matches(options.filter, prefix + c.name)) cases.push_back(std::move(c));
       }
       if (cases.empty()) continue;

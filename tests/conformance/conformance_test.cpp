@@ -225,6 +225,7 @@ TEST(Conformance, TheInt32PresetPassesAtEveryKindOfLevel) {
   EXPECT_GT(results.size(), 100u);
   for (const auto& r : results) EXPECT_TRUE(r.passed) << r.name << ": " << r.detail;
   EXPECT_NE(find_case(results, "slots8192_scale40_levels7_int32/level5/multiply_relinearize_rescale"), nullptr);
+  EXPECT_NE(find_case(results, "slots8192_scale40_levels7_int32/level5/mod_raise"), nullptr);
 }
 
 // The small 32-bit chain the CUDA tests name ("N<log2 N>_W32") at its top level.

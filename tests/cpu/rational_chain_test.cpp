@@ -58,8 +58,121 @@ TEST(RationalChain, MalformedChainsAreRefused) {
   p = small_int32_params(12);
   p.scale = std::ldexp(1.0, 30);  // no main pair of two primes below 2^31 reaches it
   EXPECT_THROW(Context::create(p), ParameterError);
-  // Bootstrapping's encapsulation needs one prime at level 0.
-  EXPECT_THROW(encapsulation_low_context(*Context::create(small_int32_params(12))), ParameterError);
+  // Wide levels: not in the 64-bit family, not negative, not more than the primes after a chain of four.
+  p = small_int32_params(12);
+  p.wide_levels = 5;  // 10 primes for them leave 2
+  EXPECT_THROW(Context::create(p), ParameterError);
+  p.wide_levels = -1;
+  EXPECT_THROW(Context::create(p), ParameterError);
+  p = small_params(11, 3);
+  p.wide_levels = 1;
+  EXPECT_THROW(Context::create(p), ParameterError);
+}
+
+// small_int32_params with two wide levels above the rational chain.
+CkksParameters with_wide_levels(int log_n) {
+  CkksParameters p = small_int32_params(log_n);
+  p.wide_levels = 2;
+  p.q_bits.insert(p.q_bits.end(), 4, 30);
+  return p;
+}
+
+// Wide levels hold two more primes each, whose product is within half a bit
+// of 2^60; products at 2^60 rescale through them and into the chain below.
+TEST(RationalChain, WideLevelsDropAPairNearTwoToTheSixty) {
+  Fixture f(with_wide_levels(11));
+  const Context& ctx = *f.context;
+  const int chain_top = small_int32_params(11).max_level();
+  ASSERT_EQ(ctx.max_level(), chain_top + 2);
+  EXPECT_EQ(ctx.params().max_level(), ctx.max_level());
+  for (int level = chain_top + 1; level <= ctx.max_level(); ++level) {
+    SCOPED_TRACE(level);
+    EXPECT_EQ(ctx.level_basis(level).first, 0);
+    EXPECT_EQ(ctx.level_basis(level).count, ctx.level_basis(level - 1).count + 2);
+    EXPECT_LT(std::fabs(std::log2(ctx.rescale_divisor(level)) - 60), 0.5);
+    EXPECT_EQ(ctx.rescale(level).dropped,
+              (std::vector<int>{ctx.level_basis(level).count - 2, ctx.level_basis(level).count - 1}));
+  }
+  EXPECT_EQ(ctx.level_basis(ctx.max_level()).count, ctx.q_count());
+  // The chain below is the one without wide levels: the same primes.
+  const auto plain = Context::create(small_int32_params(11));
+  for (int i = 0; i < plain->q_count(); ++i) {
+    EXPECT_EQ(ctx.q()[static_cast<std::size_t>(i)].value, plain->q()[static_cast<std::size_t>(i)].value);
+  }
+
+  const RelinKey rk = f.relin_key();
+  const int top = ctx.max_level();
+  const double wide_scale = ctx.rescale_divisor(top);
+  Message expected = f.random_message(1.0);
+  Ciphertext x = f.encrypt(expected, top, wide_scale);
+  for (int level = top; level > chain_top - 1; --level) {
+    SCOPED_TRACE(level);
+    const Message m = f.random_message(1.0);
+    const Ciphertext y = f.encrypt(m, level, ctx.rescale_divisor(level));
+    x = f.engine.multiply_relinearize_rescale(x, y, rk);
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] *= m[i];
+    EXPECT_EQ(x.state.level, level - 1);
+    EXPECT_LT(max_error(expected, f.decrypt(x)), 1e-8);
+  }
+  // Parameters round-trip with their wide levels.
+  std::stringstream params;
+  save_parameters(params, ctx);
+  const auto loaded = load_context(params);
+  EXPECT_EQ(loaded->params().wide_levels, 2);
+  EXPECT_EQ(loaded->max_level(), ctx.max_level());
+}
+
+// ModRaise from level 0's two primes: every limb of the top level is the
+// centered integer of the pair (CRT), and level 0 is unchanged.
+TEST(RationalChain, ModRaiseLiftsLevelZerosPairCentered) {
+  Fixture f(with_wide_levels(10));
+  const Context& ctx = *f.context;
+  ASSERT_EQ(ctx.level_basis(0).count, 2);
+  const Ciphertext x = f.engine.drop_to_level(f.encrypt(f.random_message(1.0), 1), 0);
+  const Ciphertext raised = f.engine.mod_raise(x);
+  EXPECT_EQ(raised.state.level, ctx.max_level());
+  EXPECT_EQ(f.engine.download(f.engine.drop_to_level(raised, 0)).data, f.engine.download(x).data);
+  const HostValue low = f.engine.download(f.engine.to_coefficient(x));
+  const HostValue c = f.engine.download(f.engine.to_coefficient(raised));
+  const auto a = static_cast<i128>(ctx.level_modulus(0, 0).value);
+  const auto b = static_cast<i128>(ctx.level_modulus(0, 1).value);
+  const auto a_inverse = static_cast<i128>(inv_mod(static_cast<u64>(a % b), ctx.level_modulus(0, 1)));
+  const std::size_t n = ctx.ring_degree();
+  for (int comp = 0; comp < 2; ++comp) {
+    const u64* ra = low.limb(ctx, comp, 0);
+    const u64* rb = low.limb(ctx, comp, 1);
+    for (std::size_t k = 0; k < n; ++k) {
+      // The integer in [0, ab) with both residues, then centered.
+      const i128 t = ((static_cast<i128>(rb[k]) - ra[k]) % b + b) % b * a_inverse % b;
+      i128 v = ra[k] + a * t;
+      if (v > (a * b - 1) / 2) v -= a * b;
+      for (int limb = 0; limb < ctx.q_count(); ++limb) {
+        const auto m = static_cast<i128>(ctx.level_modulus(ctx.max_level(), limb).value);
+        ASSERT_EQ(c.limb(ctx, comp, limb)[k], static_cast<u64>(((v % m) + m) % m))
+            << "component " << comp << " limb " << limb << " coefficient " << k;
+      }
+    }
+  }
+}
+
+// The encapsulation's low context is level 0's two primes and two special
+// primes (about 120 bits), a chain of level 0 only.
+TEST(RationalChain, TheEncapsulationLowContextIsLevelZeroAndTwoSpecialPrimes) {
+  const auto ctx = Context::create(with_wide_levels(11));
+  const auto low = encapsulation_low_context(*ctx);
+  EXPECT_EQ(low->word_size(), WordSize::bits32);
+  EXPECT_EQ(low->max_level(), 0);
+  ASSERT_EQ(low->q_count(), 2);
+  ASSERT_EQ(low->special_count(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(low->level_modulus(0, i).value, ctx->level_modulus(0, i).value);
+    EXPECT_EQ(low->p()[static_cast<std::size_t>(i)].value, ctx->p()[static_cast<std::size_t>(i)].value);
+  }
+  EXPECT_NEAR(low->log_qp(), 122.0, 1.0);
+  // One special prime is too few for a level 0 of two.
+  CkksParameters one = with_wide_levels(11);
+  one.p_bits = {31};
+  EXPECT_THROW(encapsulation_low_context(*Context::create(one)), InvalidArgumentError);
 }
 
 // round(x A / D) on every coefficient, each kind of rescale: x = y D + r with

@@ -113,6 +113,30 @@ TEST(BootstrapParameters, TheN16LayoutIsWithinTheSecurityTable) {
   EXPECT_EQ(named.scale, p.scale);
 }
 
+// The 32-bit family's layout at N = 2^16: 10 user levels, CoeffToSlot and
+// EvalMod on wide levels of about 2^60, within the table at four digits.
+TEST(BootstrapParameters, TheN16Int32LayoutIsWithinTheSecurityTable) {
+  const BootstrapConfig config;
+  const CkksParameters p = bootstrap_parameters(16, 10, config, WordSize::bits32);
+  EXPECT_EQ(p.word_size, WordSize::bits32);
+  EXPECT_EQ(p.hamming_weight, 0);
+  EXPECT_FALSE(p.allow_insecure);
+  EXPECT_EQ(p.max_level() - config.depth(), 10);
+  const auto context = Context::create(p);
+  EXPECT_LE(context->log_qp(), 1747.0);
+  EXPECT_GT(context->log_qp(), 1700.0);
+  EXPECT_EQ(context->key_digits(), 4);
+  const int wide_from = context->max_level() - config.coeff_to_slot_levels - config.eval_mod_depth() + 1;
+  for (int level = 1; level <= context->max_level(); ++level) {
+    EXPECT_LT(std::fabs(std::log2(context->rescale_divisor(level)) - (level >= wide_from ? 60 : 40)), 0.5) << level;
+  }
+  const CkksParameters named = preset("slots32768_scale40_levels10_bootstrap_int32");
+  EXPECT_EQ(named.q_bits, p.q_bits);
+  EXPECT_EQ(named.p_bits, p.p_bits);
+  EXPECT_EQ(named.wide_levels, p.wide_levels);
+  EXPECT_EQ(named.word_size, p.word_size);
+}
+
 TEST(KeySwitch, MovesTheMessageToAnotherSecret) {
   Fixture f(test::small_params(11, 3, 2), 5);
   const SecretKey other = f.keygen.secret_key();
@@ -282,6 +306,42 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
   // Keys of another context are refused.
   Fixture g(p, 13);
   EXPECT_THROW(SparseEncapsulationKeys::generate(f.context, g.sk, f.rng), StateError);
+}
+
+// The 32-bit word family: ModRaise from level 0's two primes, CoeffToSlot
+// and EvalMod on wide levels, SlotToCoeff on the rational chain; a sparse
+// main secret, and a dense one through the encapsulation (level 0's two
+// primes and two special primes), bit-exact on every backend.
+TEST(Bootstrap32, RestoresTheMessageBitExactOnEveryBackend) {
+  for (const bool dense : {false, true}) {
+    SCOPED_TRACE(dense ? "dense secret, encapsulated" : "sparse secret");
+    CkksParameters p = bootstrap_parameters(12, 2, {}, WordSize::bits32);
+    p.hamming_weight = dense ? 0 : 32;
+    p.allow_insecure = true;  // N = 2^12: tests only
+    Fixture f(p, 14);
+    std::optional<SparseEncapsulationKeys> encapsulation;
+    if (dense) encapsulation = SparseEncapsulationKeys::generate(f.context, f.sk, f.rng);
+    const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
+    const std::vector<HostSwitchKey> galois = galois_keys_for(f, Bootstrapper::required_keys(f.context));
+    const Message m = f.random_message(1.0);
+    const HostValue x = f.encryptor.encrypt(f.encoder.encode(m, 0, f.scale()), f.pk);
+    auto run_on = [&](const Engine& engine) {
+      const RelinKey relin_key = engine.upload_relinearization_key(relin);
+      const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
+      const Bootstrapper bootstrapper = encapsulation ? Bootstrapper(engine, relin_key, galois_keys, *encapsulation)
+                                                      : Bootstrapper(engine, relin_key, galois_keys);
+      EXPECT_EQ(bootstrapper.output_level(), f.context->max_level() - BootstrapConfig{}.depth());
+      const Ciphertext y = bootstrapper.bootstrap(engine.upload_ciphertext(x));
+      EXPECT_EQ(y.state.word_size, WordSize::bits32);
+      EXPECT_TRUE(same_scale(y.state.scale, f.scale()));
+      return engine.download(y);
+    };
+    const HostValue y = run_on(f.engine);
+    const double error = max_error(m, f.encoder.decode(f.decryptor.decrypt(y, f.sk), f.slots()));
+    EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+    RecordProperty(dense ? "dense_error_bits" : "sparse_error_bits", std::to_string(-std::log2(error)));
+    expect_bit_exact_on_test_backend(f, run_on, y);
+  }
 }
 
 // Ciphertext products in the EvalMod stage of a bootstrap program.

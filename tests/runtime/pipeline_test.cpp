@@ -361,7 +361,8 @@ TEST(PipelineRefusal, ParametersAndArguments) {
             "slots32768_scale30_levels34, slots32768_scale40_levels10_bootstrap, slots32768_scale40_levels34, "
             "slots32768_scale50_levels28, "
             "slots8192_scale30_levels7, slots8192_scale40_levels7, slots8192_scale50_levels6, "
-            "slots16384_scale40_levels16_int32, slots32768_scale40_levels34_int32, slots8192_scale40_levels7_int32");
+            "slots16384_scale40_levels16_int32, slots32768_scale40_levels10_bootstrap_int32, "
+            "slots32768_scale40_levels34_int32, slots8192_scale40_levels7_int32");
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: [1]}\nsteps: [{name: y, op: add, args: [x]}]\n"),
             "test.yaml:3:34: key 'steps[0].args': operation add takes 2 arguments, got 1");
   EXPECT_EQ(
@@ -850,6 +851,23 @@ TEST(PipelineBootstrap, ShortVectorsBootstrapOnTheirPeriod) {
     EXPECT_EQ(r.steps.back().state.level, level) << length;
     EXPECT_LT(output(r, "y").error.max, 1e-6) << length;
   }
+}
+
+// The 32-bit family's bootstrapping preset (at N = 2^12 for the test): a
+// dense secret through the encapsulation, 4-byte words, 10 levels left.
+TEST(PipelineBootstrap, TheInt32PresetBootstraps) {
+  const PipelineReport r = run_text(
+      "params: {preset: slots32768_scale40_levels10_bootstrap_int32, ring_degree: 4096, allow_insecure: true}\n"
+      "inputs:\n"
+      "  x: {random: {distribution: uniform, range: [-1, 1], length: 2048, seed: 3}}\n"
+      "steps:\n"
+      "  - {name: y, op: bootstrap, args: [x]}\n"
+      "outputs:\n"
+      "  values: [{value: y, max_error: 1.0e-6}]\n");
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.parameters.word_size, WordSize::bits32);
+  EXPECT_EQ(r.steps.back().state.level, 10);
+  EXPECT_LT(output(r, "y").error.max, 1e-6);
 }
 
 // A bootstrap step's options reach the circuit's configuration: the levels

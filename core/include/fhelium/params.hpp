@@ -30,8 +30,14 @@ struct CkksParameters {
   // divides by about the scale: with c mains and both terminals a level
   // drops {t0, t1}; with c mains and none it drops two mains and adds t0;
   // with c mains and t0 it drops two mains and adds t1. Level 0 holds the
-  // first two mains; the top level holds every prime.
+  // first two mains; the top level holds every prime. Two primes alone make
+  // a chain of level 0 only (the sparse-secret encapsulation's low context).
   std::vector<int> q_bits;
+  // bits32: the last 2 x wide_levels primes of q_bits are levels above the
+  // rational chain, each of two primes whose product is about 2^60 (a
+  // rescale drops the pair): bootstrapping's CoeffToSlot and EvalMod work at
+  // that scale, as they do on the 64-bit family's 60-bit primes.
+  int wide_levels = 0;
   std::vector<int> p_bits;        // special primes for hybrid key switching
   double scale = 0;               // default encoding scale (independent of prime sizes)
   WordSize word_size = WordSize::bits64;

@@ -20,7 +20,9 @@
 namespace fhelium {
 
 // The context of the key to the sparse secret: `context`'s parameters with
-// q_0 and p_0 as its only primes. Deterministic, so a loader rebuilds it.
+// level 0's primes and as many special primes as its only ones (q_0 p_0;
+// in the 32-bit family q_0 q_1 p_0 p_1, a chain of level 0 only).
+// Deterministic, so a loader rebuilds it.
 std::shared_ptr<const Context> encapsulation_low_context(const Context& context);
 
 struct SparseEncapsulationKeys {

@@ -34,6 +34,8 @@ Fingerprint context_fingerprint(const Context& context) {
   append<std::uint8_t>(bytes, params.secret == SecretDistribution::gaussian ? 1 : 0);
   append<std::uint32_t>(bytes, static_cast<std::uint32_t>(params.hamming_weight));
   append<std::uint32_t>(bytes, static_cast<std::uint32_t>(params.security_bits));
+  // Only when there are any, so that the fingerprints of chains without them stay as they were.
+  if (params.wide_levels != 0) append<std::uint8_t>(bytes, static_cast<std::uint8_t>(params.wide_levels));
   Fingerprint out{};
   unsigned int length = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), out.data(), &length, EVP_sha256(), nullptr) != 1 || length != out.size()) {

@@ -30,6 +30,7 @@ void save_parameters(std::ostream& out, const Context& ctx) {
   b[4] = static_cast<std::uint8_t>(p.word_size);
   b[5] = p.secret == SecretDistribution::gaussian ? 1 : 0;
   b[6] = p.allow_insecure ? 1 : 0;
+  b[7] = static_cast<std::uint8_t>(p.wide_levels);
   store_le(b + 8, static_cast<std::uint32_t>(p.hamming_weight));
   store_le(b + 12, static_cast<std::uint32_t>(p.security_bits));
   store_le(b + 16, std::bit_cast<std::uint64_t>(p.scale));
@@ -74,20 +75,20 @@ std::shared_ptr<const Context> load_context(std::istream& stream) {
     throw FormatError(what + " list " + std::to_string(q_count) + " q primes and " + std::to_string(p_count) +
                       " special primes, but the payload holds " + std::to_string((declared - fixed_bytes) / 8));
   }
-  if (b[4] != h.word_bits || b[5] > 1 || b[6] > 1 || b[7] != 0 || log_n > 64 || hamming_weight > (1u << 17) ||
+  if (b[4] != h.word_bits || b[5] > 1 || b[6] > 1 || log_n > 64 || hamming_weight > (1u << 17) ||
       security_bits > 1024) {
     throw FormatError(what + " hold word size " + std::to_string(b[4]) + " (header: " + std::to_string(h.word_bits) +
                       "), secret distribution " + std::to_string(b[5]) + ", allow_insecure " + std::to_string(b[6]) +
-                      ", reserved " + std::to_string(b[7]) + ", ring degree 2^" + std::to_string(log_n) +
-                      ", hamming weight " + std::to_string(hamming_weight) + ", security " +
-                      std::to_string(security_bits) +
-                      " bits: expected the header's word size, 0 or 1, 0 or 1, 0, and values within range");
+                      ", ring degree 2^" + std::to_string(log_n) + ", hamming weight " +
+                      std::to_string(hamming_weight) + ", security " + std::to_string(security_bits) +
+                      " bits: expected the header's word size, 0 or 1, 0 or 1, and values within range");
   }
   CkksParameters params;
   params.log_ring_degree = static_cast<int>(log_n);
   params.word_size = static_cast<WordSize>(b[4]);
   params.secret = b[5] == 1 ? SecretDistribution::gaussian : SecretDistribution::ternary;
   params.allow_insecure = b[6] == 1;
+  params.wide_levels = b[7];  // Context::create_with_primes checks it against the chain
   params.hamming_weight = static_cast<int>(hamming_weight);
   params.security_bits = static_cast<int>(security_bits);
   params.scale = std::bit_cast<double>(load_le<std::uint64_t>(b + 16));

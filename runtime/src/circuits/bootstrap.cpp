@@ -138,14 +138,27 @@ int BootstrapConfig::eval_mod_depth() const {
 
 int BootstrapConfig::depth() const { return coeff_to_slot_levels + eval_mod_depth() + slot_to_coeff_levels; }
 
-CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config) {
+CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config,
+                                    WordSize word_size) {
   CkksParameters p;
   p.log_ring_degree = log_ring_degree;
+  p.scale = std::ldexp(1.0, 40);
+  if (word_size == WordSize::bits32) {
+    // The rational chain's smallest top level 3g + 1 that holds the user's
+    // and SlotToCoeff's levels (4g + 2 mains), then the wide levels.
+    const int rational_levels = user_levels + config.slot_to_coeff_levels;
+    const int mains = 2 + 4 * ((rational_levels + 1) / 3);
+    p.word_size = WordSize::bits32;
+    p.wide_levels = config.eval_mod_depth() + config.coeff_to_slot_levels;
+    p.q_bits = {20, 20};
+    p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(mains + 2 * p.wide_levels), 30);
+    p.p_bits.assign((p.q_bits.size() + 3) / 4, 31);
+    return p;
+  }
   p.q_bits.push_back(60);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(user_levels + config.slot_to_coeff_levels), 40);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(config.eval_mod_depth() + config.coeff_to_slot_levels), 60);
   p.p_bits.assign((p.q_bits.size() + 4) / 5, 60);
-  p.scale = std::ldexp(1.0, 40);
   return p;
 }
 
@@ -204,9 +217,17 @@ void check_config(const Context& context, const BootstrapConfig& config) {
   }
 }
 
+// Q_0, the modulus ModRaise works modulo: level 0's primes' product (one
+// prime in the 64-bit family, two in the 32-bit one).
+double level_zero_modulus(const Context& context) {
+  double q0 = 1.0;
+  for (int i = 0; i < context.level_basis(0).count; ++i) q0 *= static_cast<double>(context.level_modulus(0, i).value);
+  return q0;
+}
+
 // M: the integer that brings the coefficients to about q_0 / message_ratio.
 std::int64_t up_scaling(const Context& context, double delta, const BootstrapConfig& config) {
-  const double q0 = static_cast<double>(context.q()[0].value);
+  const double q0 = level_zero_modulus(context);
   return static_cast<std::int64_t>(std::max(1.0, std::floor(q0 / (delta * message_ratio(context, config)))));
 }
 
@@ -222,7 +243,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   const std::size_t n = bootstrap_slots(context, config);
   const bool packed = n < full;
   const double interval = bound + 1.0;                                       // K': |t| <= K + 1 / ratio
-  const double q0 = static_cast<double>(context.level_modulus(0, 0).value);  // ModRaise works modulo q_0
+  const double q0 = level_zero_modulus(context);
   const double output_scale = config.output_scale.value_or(context.params().scale);
 
   // 3. The trace (sparse slots), CoeffToSlot, ending at the scale EvalMod

@@ -101,7 +101,13 @@ struct BootstrapConfig {
 // the Bootstrapper needs SparseEncapsulationKeys. Context::create refuses
 // parameters outside the table: below N = 2^16 this layout is (2^15 allows
 // log2(QP) <= 868).
-CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {});
+// WordSize::bits32: the rational chain at 2^40 for the user's and
+// SlotToCoeff's levels (at least `user_levels` left, 13 levels need 18
+// mains), then CoeffToSlot's and EvalMod's as wide levels (pairs of 30-bit
+// primes, about 2^60 each), and 31-bit special primes for four digits
+// (N = 2^16 with 10 user levels: log2(QP) ~ 1731).
+CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {},
+                                    WordSize word_size = WordSize::bits64);
 
 // The configuration's slot count n on the context (N/2 for slots = 0).
 std::size_t bootstrap_slots(const Context& context, const BootstrapConfig& config);
