@@ -133,10 +133,11 @@ int main(int argc, char** argv) {
       relin = keygen.relinearization_key(sk);
       for (std::uint32_t element : needs.galois_elements(*context)) galois.push_back(keygen.galois_key(sk, element));
     });
-    std::size_t key_bytes =
-        (relin->data.size() + encapsulation->dense_to_sparse.data.size() + encapsulation->sparse_to_dense.data.size()) *
-        sizeof(u64);
-    for (const auto& k : galois) key_bytes += k.data.size() * sizeof(u64);
+    // As the backend stores them: 4-byte words in the 32-bit family (the host's keys hold 8).
+    std::size_t key_words =
+        relin->data.size() + encapsulation->dense_to_sparse.data.size() + encapsulation->sparse_to_dense.data.size();
+    for (const auto& k : galois) key_words += k.data.size();
+    const std::size_t key_bytes = key_words * stored_word_bytes(context->word_size());
     std::optional<RelinKey> relin_key;
     std::optional<GaloisKeys> galois_keys;
     const double upload_ms = milliseconds([&] {

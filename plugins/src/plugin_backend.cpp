@@ -228,6 +228,12 @@ class PluginBackend final : public Backend {
                          ") predates 4-byte residues (ABI 1.6) and cannot take the 32-bit context " +
                          std::to_string(context->id()));
     }
+    if (context->params().wide_levels != 0 && instance_->api().abi_minor < 8) {
+      throw BackendError("backend '" + name() + "': its plugin (" + instance_->library->path + ", ABI " +
+                         std::to_string(instance_->api().abi_major) + "." + std::to_string(instance_->api().abi_minor) +
+                         ") predates wide levels (ABI 1.8) and cannot take context " + std::to_string(context->id()) +
+                         " (" + std::to_string(context->params().wide_levels) + " wide levels)");
+    }
     std::vector<u64> q, p;
     for (const auto& m : context->q()) q.push_back(m.value);
     for (const auto& m : context->p()) p.push_back(m.value);
@@ -241,6 +247,7 @@ class PluginBackend final : public Backend {
     args.p_primes = p.data();
     args.p_count = static_cast<int32_t>(p.size());
     args.scale = context->params().scale;
+    args.wide_levels = context->params().wide_levels;
     instance_->check(instance_->api().context_create(&args), "context_create");
     return std::make_shared<PluginContext>(instance_, std::move(context), args.context);
   }

@@ -8,7 +8,7 @@ std::shared_ptr<fhelium::Backend> make(int) { return std::make_shared<fhelium::t
 
 struct FutureApi {
   FheliumBackendApi v1;
-  void (*appended_in_1_7)(void);  // a function this host does not know
+  void (*appended_later)(void);  // a function this host does not know
 };
 
 void future_function() {}
@@ -17,9 +17,9 @@ void future_function() {}
 
 extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fhelium_backend_api(void) {
   static const FutureApi api = [] {
-    FutureApi a{*fhelium::sdk::Api<make, nullptr>::table("future", "1.7.0"), &future_function};
+    FutureApi a{*fhelium::sdk::Api<make, nullptr>::table("future", "1.99.0"), &future_function};
     a.v1.struct_size = sizeof(FutureApi);
-    a.v1.abi_minor = 7;
+    a.v1.abi_minor = FHELIUM_ABI_MINOR + 1;
     return a;
   }();
   return &api.v1;

@@ -264,6 +264,23 @@ TEST(PluginStreams, PluginsBeforeAbi16RefuseThe32BitFamily) {
   EXPECT_NE(load_backend("cpu")->prepare(context), nullptr);
 }
 
+// Wide levels (ABI 1.8) reach the plugin: a rescale from a wide level and a
+// ModRaise from level 0's two primes have the in-process cpu's residues.
+TEST(PluginStreams, WideLevelsReachThePlugin) {
+  CkksParameters p = small_int32_params(11);
+  p.wide_levels = 1;
+  p.q_bits.insert(p.q_bits.end(), 2, 30);
+  Fixture f(p);
+  const int top = f.context->max_level();
+  const HostValue x = f.engine.download(f.encrypt(f.random_message(1.0), top, f.context->rescale_divisor(top)));
+  const auto run_on = [&](const Engine& e) {
+    const Ciphertext c = e.upload_ciphertext(x);
+    return std::pair{e.download(e.rescale(c)).data, e.download(e.mod_raise(e.drop_to_level(c, 0))).data};
+  };
+  const Engine plugin(f.context, load_backend("cpu"));
+  EXPECT_TRUE(run_on(plugin) == run_on(f.engine));
+}
+
 TEST(PluginStreams, MemoryUsageGrowsWithAllocations) {
   auto backend = load_backend("cpu");
   constexpr std::size_t mib = std::size_t{1} << 20;

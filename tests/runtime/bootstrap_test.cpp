@@ -52,8 +52,16 @@ template <class Run>
 void expect_bit_exact_on_test_backend(const Fixture& f, Run&& run_on, const HostValue& expected) {
   const test::TestBackend other = test::runtime_test_backend();
   if (!other.backend) return;
-  const Engine engine(f.context, other.backend);
-  EXPECT_TRUE(run_on(engine).data == expected.data) << "cpu and the test backend differ";
+  std::optional<Engine> engine;
+  try {
+    engine.emplace(f.context, other.backend);
+  } catch (const BackendError& e) {
+    // A backend may refuse the 32-bit family as a whole (said by name); nothing else.
+    if (f.context->word_size() != WordSize::bits32) throw;
+    std::cout << "bit-exact check not run: " << e.what() << "\n";
+    return;
+  }
+  EXPECT_TRUE(run_on(*engine).data == expected.data) << "cpu and the test backend differ";
 }
 
 // An n-slot message as the encoder packs it: repeated over all `slots`.

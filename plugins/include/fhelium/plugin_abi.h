@@ -23,7 +23,10 @@
  * (event_create_timing, event_elapsed) and end_event to FheliumAsyncArgs;
  * 1.6 stores a 32-bit context's residues in 4-byte words (word_bits 32): the
  * host gives a 32-bit context only to plugins of 1.6 or later; 1.7 adds
- * FHELIUM_EXTENSION_COLLECTIVES (device-to-device broadcasts between ranks).
+ * FHELIUM_EXTENSION_COLLECTIVES (device-to-device broadcasts between ranks);
+ * 1.8 appends wide_levels to FheliumContextArgs (the 32-bit chain's levels of
+ * two primes near 2^60): the host gives a context with wide levels only to
+ * plugins of 1.8 or later.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -42,7 +45,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 7
+#define FHELIUM_ABI_MINOR 8
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -101,6 +104,8 @@ typedef struct FheliumContextArgs {
   int32_t p_count;
   double scale;
   FheliumContext* context;         /* out: owned by the caller (context_destroy) */
+  int32_t wide_levels;             /* word_bits 32: the last 2 x wide_levels Q primes are levels of two
+                                      primes each (CkksParameters::wide_levels; ABI 1.8) */
 } FheliumContextArgs;
 
 typedef struct FheliumBufferArgs {

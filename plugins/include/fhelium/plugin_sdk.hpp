@@ -189,6 +189,7 @@ struct Api {
         throw InvalidArgumentError("word size " + std::to_string(args->word_bits) + " bits: expected 32 or 64");
       }
       params.word_size = args->word_bits == 32 ? WordSize::bits32 : WordSize::bits64;
+      params.wide_levels = FHELIUM_SDK_HAS_FIELD(args, FheliumContextArgs, wide_levels) ? args->wide_levels : 0;
       const std::vector<u64> q(args->q_primes, args->q_primes + args->q_count);
       const std::vector<u64> p(args->p_primes, args->p_primes + args->p_count);
       auto context = Context::create_with_primes(params, q, p);
