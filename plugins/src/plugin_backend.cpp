@@ -228,11 +228,13 @@ class PluginBackend final : public Backend {
                          ") predates 4-byte residues (ABI 1.6) and cannot take the 32-bit context " +
                          std::to_string(context->id()));
     }
-    if (context->params().wide_levels != 0 && instance_->api().abi_minor < 8) {
+    const bool level_zero_only = context->word_size() == WordSize::bits32 && context->q_count() == 2;
+    if ((context->params().wide_levels != 0 || level_zero_only) && instance_->api().abi_minor < 8) {
       throw BackendError("backend '" + name() + "': its plugin (" + instance_->library->path + ", ABI " +
                          std::to_string(instance_->api().abi_major) + "." + std::to_string(instance_->api().abi_minor) +
-                         ") predates wide levels (ABI 1.8) and cannot take context " + std::to_string(context->id()) +
-                         " (" + std::to_string(context->params().wide_levels) + " wide levels)");
+                         ") predates wide levels and level-0-only chains (ABI 1.8) and cannot take context " +
+                         std::to_string(context->id()) + " (" + std::to_string(context->params().wide_levels) +
+                         " wide levels, " + std::to_string(context->q_count()) + " q primes)");
     }
     std::vector<u64> q, p;
     for (const auto& m : context->q()) q.push_back(m.value);
@@ -488,7 +490,9 @@ class PluginBackend final : public Backend {
   void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     const FheliumBackendApi& api = instance_->api();
     const bool has = api.struct_size >= offsetof(FheliumBackendApi, mod_raise) + sizeof(api.mod_raise);
-    if (!has || api.mod_raise == nullptr) return Backend::mod_raise(c, out, a);
+    // Before 1.8 a plugin's ModRaise lifts a level 0 of one prime only: the host lifts two.
+    const bool lifts_level_zero = c.context().level_basis(0).count == 1 || api.abi_minor >= 8;
+    if (!has || api.mod_raise == nullptr || !lifts_level_zero) return Backend::mod_raise(c, out, a);
     call(api.mod_raise, "mod_raise", op(c, out, a));
   }
   void rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a, std::uint32_t element,

@@ -15,6 +15,7 @@
 
 #include "expectations.hpp"
 #include "fhelium/plugins/loader.hpp"
+#include "fhelium/sparse_encapsulation.hpp"
 #include "helpers.hpp"
 #include "test_plugins.hpp"
 
@@ -279,6 +280,26 @@ TEST(PluginStreams, WideLevelsReachThePlugin) {
   };
   const Engine plugin(f.context, load_backend("cpu"));
   EXPECT_TRUE(run_on(plugin) == run_on(f.engine));
+}
+
+// A plugin of ABI 1.7 takes 32-bit contexts but neither wide levels nor a
+// chain of level 0 only (refused by name), and the host lifts a two-prime
+// level 0 for it (its own ModRaise would fail).
+TEST(PluginStreams, PluginsBeforeAbi18RefuseWideLevelsAndGetTheHostsModRaise) {
+  CkksParameters wide = small_int32_params(11);
+  wide.wide_levels = 1;
+  wide.q_bits.insert(wide.q_bits.end(), 2, 30);
+  const auto wide_context = Context::create(wide);
+  auto old = load_backend(plugin("abi17", "abi17"));
+  expect_contains(error_of<BackendError>([&] { old->prepare(wide_context); }),
+                  {"abi17", "ABI 1.7", "wide levels", "1.8"});
+  expect_contains(error_of<BackendError>([&] { old->prepare(encapsulation_low_context(*wide_context)); }),
+                  {"abi17", "level-0-only", "2 q primes"});
+  Fixture f(small_int32_params(11));
+  const Engine engine(f.context, old);
+  const HostValue x = f.engine.download(f.engine.drop_to_level(f.encrypt(f.random_message(1.0), 1), 0));
+  EXPECT_EQ(engine.download(engine.mod_raise(engine.upload_ciphertext(x))).data,
+            f.engine.download(f.engine.mod_raise(f.engine.upload_ciphertext(x))).data);
 }
 
 TEST(PluginStreams, MemoryUsageGrowsWithAllocations) {
