@@ -854,12 +854,13 @@ TEST(PipelineBootstrap, ShortVectorsBootstrapOnTheirPeriod) {
 }
 
 // The 32-bit family's bootstrapping preset (at N = 2^12 for the test): a
-// dense secret through the encapsulation, 4-byte words, 10 levels left.
+// dense secret through the encapsulation, 4-byte words, 10 levels left; a
+// short vector, so on its period's slots (full slots: Bootstrap.*/W32).
 TEST(PipelineBootstrap, TheInt32PresetBootstraps) {
   const PipelineReport r = run_text(
       "params: {preset: slots32768_scale40_levels10_bootstrap_int32, ring_degree: 4096, allow_insecure: true}\n"
       "inputs:\n"
-      "  x: {random: {distribution: uniform, range: [-1, 1], length: 2048, seed: 3}}\n"
+      "  x: {random: {distribution: uniform, range: [-1, 1], length: 100, seed: 3}}\n"
       "steps:\n"
       "  - {name: y, op: bootstrap, args: [x]}\n"
       "outputs:\n"
