@@ -86,13 +86,18 @@ int describe_preset(const std::string& name) {
   primes("p", ctx->p());
   if (p.word_size == WordSize::bits32) {
     std::printf(
-        "  levels (the rational chain): primes held, the divisor of the rescale to the level below,\n"
-        "  the nominal scale\n");
+        "  levels (the rational chain, then wide levels of two primes): primes held, the divisor of\n"
+        "  the rescale to the level below, the nominal scale (the rational chain's)\n");
+    const int rational_top = ctx->max_level() - p.wide_levels;
     for (int level = ctx->max_level(); level >= 0; --level) {
       const LevelBasis basis = ctx->level_basis(level);
       std::printf("    level %-2d q_%d..q_%-2d", level, basis.first, basis.first + basis.count - 1);
       if (level > 0) std::printf("  divides by 2^%.3f", std::log2(ctx->rescale_divisor(level)));
-      std::printf("  scale 2^%.3f\n", std::log2(ctx->nominal_scale(level)));
+      if (level > rational_top) {
+        std::printf("  wide\n");
+      } else {
+        std::printf("  scale 2^%.3f\n", std::log2(ctx->nominal_scale(level)));
+      }
     }
   }
   std::printf("  log2(Q) = %.1f, log2(QP) = %.1f\n", ctx->log_q(), ctx->log_qp());
