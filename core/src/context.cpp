@@ -25,19 +25,14 @@ double log2_product(const std::vector<Modulus>& moduli) {
   return sum;
 }
 
-// The 32-bit family's main primes below its wide levels (0: level 0 only).
-int rational_mains(const CkksParameters& params) {
-  return static_cast<int>(params.q_bits.size()) - rational_chain::terminal_count - 2 * params.wide_levels;
-}
-
 }  // namespace
 
 std::shared_ptr<const Context> Context::create(const CkksParameters& params) {
   params.validate();
   const auto q_primes = params.word_size == WordSize::bits64
                             ? generate_ntt_primes(params.q_bits, params.ring_degree())
-                            : rational_chain::choose_primes(params.ring_degree(), params.scale, rational_mains(params),
-                                                            params.wide_levels, {});
+                            : rational_chain::choose_primes(params.ring_degree(), params.scale,
+                                                            rational_chain::mains(params), params.wide_levels, {});
   const auto p_primes =
       generate_ntt_primes(params.p_bits, params.ring_degree(), std::set<u64>(q_primes.begin(), q_primes.end()));
   CkksParameters chosen = params;
@@ -90,7 +85,7 @@ Context::Context(const CkksParameters& params, const std::vector<u64>& q_primes,
   if (params.word_size == WordSize::bits64) {
     for (int level = 0; level < q_count(); ++level) levels_.push_back({0, level + 1});
   } else {
-    levels_ = rational_chain::levels(rational_mains(params), params.wide_levels);
+    levels_ = rational_chain::levels(rational_chain::mains(params), params.wide_levels);
   }
 
   const int alpha = digit_size();

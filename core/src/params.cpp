@@ -85,7 +85,7 @@ void CkksParameters::validate() const {
                            " q primes: expected 0 .. " + std::to_string(std::max(0, (q_count - 4) / 2)) +
                            " (two primes each, above a chain of at least four)");
     }
-    const int mains = q_count - rational_chain::terminal_count - 2 * wide_levels;
+    const int mains = rational_chain::mains(*this);
     if (q_count != 2 && (mains < 2 || mains % 4 != 2)) {
       throw ParameterError("the 32-bit family's chain has " + std::to_string(q_count) + " q primes, " +
                            std::to_string(2 * wide_levels) +
@@ -123,9 +123,8 @@ void CkksParameters::validate() const {
 
 int CkksParameters::max_level() const {
   if (word_size == WordSize::bits32) {
-    const int q_count = static_cast<int>(q_bits.size());
-    if (q_count == 2) return 0;
-    return rational_chain::top_level(q_count - rational_chain::terminal_count - 2 * wide_levels) + wide_levels;
+    const int mains = rational_chain::mains(*this);
+    return mains == 0 ? 0 : rational_chain::top_level(mains) + wide_levels;  // 0: level 0 only
   }
   return static_cast<int>(q_bits.size()) - 1;
 }

@@ -14,6 +14,12 @@ namespace fhelium::rational_chain {
 // Prime order in the context: t1, t0, then the mains.
 constexpr int terminal_count = 2;
 
+// The main primes of a 32-bit chain, below its wide levels (0: a chain of
+// two primes alone, level 0 only).
+inline int mains(const CkksParameters& params) {
+  return static_cast<int>(params.q_bits.size()) - terminal_count - 2 * params.wide_levels;
+}
+
 // The top level for `mains` main primes (2 mod 4, at least 2): 3 (mains - 2) / 4 + 1.
 int top_level(int mains);
 // The basis of every level: 0 .. top_level(mains) of the rational chain,
