@@ -77,18 +77,28 @@ TEST(CudaBackendErrors, ForeignBuffersAndContextsAreRefused) {
   EXPECT_NO_THROW(gpu_backend->synchronize());
 }
 
-// The 32-bit word family's levels (several primes each) are not on cuda
-// yet: prepare refuses its context by name, and the backend stays usable.
-TEST(CudaBackendErrors, The32BitWordFamilyIsRefusedByName) {
+// A value of the 32-bit word family has 4-byte residues: a buffer sized for
+// them is accepted, one short of them refused by name; the 64-bit family's
+// context on the same backend keeps working.
+TEST(CudaBackendErrors, The32BitWordFamilyChecksItsBufferSizes) {
   REQUIRE_GPU();
   auto backend = cuda::make_cuda_backend();
+  const auto context = Context::create(small_int32_params(12));
+  const auto prepared = backend->prepare(context);
+  const int limbs = context->level_basis(context->max_level()).count;
+  const std::size_t bytes = 2 * static_cast<std::size_t>(limbs) * context->ring_degree() * sizeof(std::uint32_t);
+  const auto fits = backend->allocate(bytes);
+  const auto short_one = backend->allocate(bytes - 4);
+  const PolyArg ok{fits.get(), 2, limbs};
+  EXPECT_NO_THROW(backend->add(*prepared, ok, ok, ok));
   try {
-    backend->prepare(Context::create(small_int32_params(12)));
-    FAIL() << "a 32-bit context was prepared";
+    backend->add(*prepared, PolyArg{short_one.get(), 2, limbs}, ok, ok);
+    FAIL() << "a buffer one word short was accepted";
   } catch (const BackendError& e) {
-    EXPECT_NE(std::string(e.what()).find("32-bit word family"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(bytes)), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(backend->prepare(Context::create(small_params(12, 1, 1))));
+  EXPECT_NO_THROW(backend->synchronize());
 }
 
 // A key switch refuses an operand of the wrong shape before anything runs,

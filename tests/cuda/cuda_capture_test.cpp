@@ -55,9 +55,10 @@ HostValue fresh(World& w) {
   return w.encryptor.encrypt(w.encoder.encode(w.random_message(), w.context->max_level(), w.scale()), w.pk);
 }
 
-TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
-  REQUIRE_GPU();
-  World w(small_params(12, 4, 2), 7);
+// Captures the schedule, replays it on four input sets and compares every
+// output with == against the eager CUDA run and the CPU backend's.
+void expect_replays_bit_for_bit(const CkksParameters& params, std::uint8_t seed) {
+  World w(params, seed);
   const std::shared_ptr<Backend>& backend = w.gpu_backend;
   ASSERT_TRUE(backend->supports_capture());
   Engine& gpu = w.gpu;
@@ -130,6 +131,18 @@ TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   expect_same(last, download_all(gpu, captured), "outputs after the recording is gone");
   captured.clear();
   backend->synchronize();
+}
+
+TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
+  REQUIRE_GPU();
+  expect_replays_bit_for_bit(small_params(12, 4, 2), 7);
+}
+
+// The 32-bit word family: its key switches (several kernels and copies) and
+// rescales by several primes inside one graph.
+TEST(CudaCapture, The32BitWordFamilyReplaysBitForBit) {
+  REQUIRE_GPU();
+  expect_replays_bit_for_bit(small_int32_params(12), 8);
 }
 
 // Wide: eight independent chains whose temporaries are dropped as soon as

@@ -81,6 +81,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaConformance,
                                          at("slots32768_scale40_levels34", 1)),
                          case_name);
 
+// The 32-bit word family (levels of several primes, windows of the chain):
+// small chains at 2^12 and 2^13 at every kind of level (no terminal prime,
+// t0 only, both, and the lowest), and the _int32 presets at 2^14 to 2^16.
+INSTANTIATE_TEST_SUITE_P(
+    Int32, CudaConformance,
+    testing::Values(at("N12_W32", 7), at("N12_W32", 6), at("N12_W32", 5), at("N12_W32", 4), at("N13_W32", 7),
+                    at("N13_W32", 1), at("slots8192_scale40_levels7_int32", 7),
+                    at("slots8192_scale40_levels7_int32", 5), at("slots16384_scale40_levels16_int32", 16),
+                    at("slots32768_scale40_levels34_int32", 34), at("slots32768_scale40_levels34_int32", 33),
+                    at("slots32768_scale40_levels34_int32", 32), at("slots32768_scale40_levels34_int32", 1)),
+    case_name);
+
 // The double-precision transforms at the edges of their range (primes of 30,
 // 43 and 44 bits) and the integer ones just above it (45 bits), at the
 // one-launch (2^14; 2^16 with at most 2 limbs) and two-kernel shapes; and the

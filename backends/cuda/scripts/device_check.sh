@@ -3,7 +3,7 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|graph|runtime|pipelines|bootstrap|plugin|accuracy|client-server ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|int32|graph|runtime|pipelines|bootstrap|plugin|accuracy|client-server ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
 # folder configured with -DFHELIUM_BUILD_CUDA=ON.
 set -u
@@ -222,6 +222,23 @@ for step in $steps; do
         --preset slots8192_scale40_levels7 slots32768_scale40_levels34 --runs 100 --warmup 10 \
         > "$out/fhelium-bench.json" 2>> "$out/bench.log"
       echo "fhelium bench rc=$?"
+      ;;
+    int32)
+      # The 32-bit word family beside the 64-bit presets, in one call
+      # ($OUT/int32-bench.json), then its tests under memcheck and racecheck.
+      FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 240 "$bundle/apps/fhelium" bench --backend cuda \
+        --preset slots8192_scale40_levels7 slots8192_scale40_levels7_int32 slots32768_scale40_levels34 \
+        slots32768_scale40_levels34_int32 --ops add multiply rescale ntt_forward relinearize multiply_relinearize \
+        rotate rotate_hoisted_8 --runs 100 --warmup 10 > "$out/int32-bench.json" 2>> "$out/int32-bench.log"
+      echo "int32 bench rc=$?"
+      timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+        --gtest_filter='*Ntt32*:*W32*:*levels7_int32*:*32Bit*' > "$out/int32_memcheck.log" 2>&1
+      echo "int32 memcheck rc=$?"
+      tail -3 "$out/int32_memcheck.log"
+      timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$tests" \
+        --gtest_filter='*N12_W32_at7:*levels7_int32_at7:*Ntt32*N65536' > "$out/int32_racecheck.log" 2>&1
+      echo "int32 racecheck rc=$?"
+      tail -3 "$out/int32_racecheck.log"
       ;;
   esac
 done

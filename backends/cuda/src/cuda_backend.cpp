@@ -26,6 +26,7 @@
 #include "eager_graph.hpp"
 #include "fhelium/error.hpp"
 #include "kernels.hpp"
+#include "narrow_operations.hpp"
 #include "nccl_communicator.hpp"
 
 namespace fhelium::cuda {
@@ -125,11 +126,6 @@ class CudaBackend final : public Backend {
 
   std::shared_ptr<BackendContext> prepare(std::shared_ptr<const Context> context) override {
     if (!context) throw BackendError("cuda prepare: null context");
-    if (context->word_size() != WordSize::bits64) {
-      throw BackendError("cuda prepare: context " + std::to_string(context->id()) +
-                         " is of the 32-bit word family, whose levels (several primes each) the cuda backend "
-                         "does not implement yet: expected 64-bit words (use the cpu backend)");
-    }
     runtime_->refuse_during_capture("prepare (building context tables)");
     std::lock_guard lock(mutex_);
     auto& slot = contexts_[context->id()];
@@ -289,6 +285,10 @@ class CudaBackend final : public Backend {
     guarded("add", [&] {
       Op op(*this, bc, "add");
       const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::add(op.stream(), op.n(), primes, op.n32(o), op.n32(x), op.n32(y)); });
+      }
       op.issue([&] { kernels::add(op.launch, o, x, y); });
     });
   }
@@ -297,6 +297,10 @@ class CudaBackend final : public Backend {
     guarded("sub", [&] {
       Op op(*this, bc, "sub");
       const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::sub(op.stream(), op.n(), primes, op.n32(o), op.n32(x), op.n32(y)); });
+      }
       op.issue([&] { kernels::sub(op.launch, o, x, y); });
     });
   }
@@ -305,6 +309,10 @@ class CudaBackend final : public Backend {
     guarded("negate", [&] {
       Op op(*this, bc, "negate");
       const kernels::Poly o = op.out(out), x = op.in(a);
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::negate(op.stream(), op.n(), primes, op.n32(o), op.n32(x)); });
+      }
       op.issue([&] { kernels::negate(op.launch, o, x); });
     });
   }
@@ -315,6 +323,12 @@ class CudaBackend final : public Backend {
       Op op(*this, bc, "add_constant");
       op.require_residues(residues, out.limbs);
       const kernels::Poly o = op.out(out), x = op.in(a);
+      if (op.narrow) {
+        const narrow::LimbConstants r = op.limb_constants(out, residues);
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue(
+            [&] { narrow::add_constant(op.stream(), op.n(), primes, op.n32(o), op.n32(x), r, ntt_domain); });
+      }
       op.issue([&] { kernels::add_constant(op.launch, o, x, residues, ntt_domain); });
     });
   }
@@ -324,6 +338,12 @@ class CudaBackend final : public Backend {
     guarded("multiply_constant", [&] {
       Op op(*this, bc, "multiply_constant");
       op.require_residues(residues, out.limbs);
+      if (op.narrow) {
+        const narrow::LimbConstants w = op.limb_constants(out, residues);
+        const kernels::Poly o = op.out(out), x = op.in(a);
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::multiply_constant(op.stream(), op.n(), primes, op.n32(o), op.n32(x), w); });
+      }
       std::vector<u64> shoup_constants(static_cast<std::size_t>(out.limbs));
       for (int i = 0; i < out.limbs; ++i) {
         const auto index = static_cast<std::size_t>(i);
@@ -338,6 +358,10 @@ class CudaBackend final : public Backend {
     guarded("multiply_plain", [&] {
       Op op(*this, bc, "multiply_plain");
       const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(p);
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::multiply_plain(op.stream(), op.n(), primes, op.n32(o), op.n32(x), op.n32(y)); });
+      }
       op.issue([&] { kernels::multiply_plain(op.launch, o, x, y); });
     });
   }
@@ -346,6 +370,13 @@ class CudaBackend final : public Backend {
     guarded("multiply", [&] {
       Op op(*this, bc, "multiply");
       const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
+      if (op.narrow) {
+        op.require_shape(out, 3, out.limbs, "output");
+        op.require_shape(a, 2, out.limbs, "first operand");
+        op.require_shape(b, 2, out.limbs, "second operand");
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::multiply(op.stream(), op.n(), primes, op.n32(o), op.n32(x), op.n32(y)); });
+      }
       op.issue([&] { kernels::multiply(op.launch, o, x, y); });
     });
   }
@@ -354,6 +385,10 @@ class CudaBackend final : public Backend {
     guarded("to_ntt", [&] {
       Op op(*this, bc, "to_ntt");
       const kernels::Poly o = op.out(out), x = op.in(a);
+      if (op.narrow) {
+        const int level = op.level(out);
+        return op.issue([&] { narrow::to_ntt(op.site(), level, op.n32(o), op.n32(x)); });
+      }
       op.issue([&] { kernels::to_ntt(op.launch, o, x); });
     });
   }
@@ -362,6 +397,10 @@ class CudaBackend final : public Backend {
     guarded("to_coefficient", [&] {
       Op op(*this, bc, "to_coefficient");
       const kernels::Poly o = op.out(out), x = op.in(a);
+      if (op.narrow) {
+        const int level = op.level(out);
+        return op.issue([&] { narrow::to_coefficient(op.site(), level, op.n32(o), op.n32(x)); });
+      }
       op.issue([&] { kernels::to_coefficient(op.launch, o, x); });
     });
   }
@@ -369,6 +408,17 @@ class CudaBackend final : public Backend {
   void rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
     guarded("rescale", [&] {
       Op op(*this, bc, "rescale");
+      if (op.narrow) {
+        const int level = op.level(a);
+        if (level < 1 || op.context.level_basis(level - 1).count != out.limbs || out.components != a.components) {
+          throw BackendError("cuda rescale: input of " + std::to_string(a.limbs) + " limbs (level " +
+                             std::to_string(level) + ") and output of " + std::to_string(out.limbs) +
+                             " limbs, expected the limbs of the level below and as many components");
+        }
+        const kernels::Poly o = op.out(out), x = op.in(a);
+        op.uses_key_switch_work();
+        return op.issue([&] { narrow::rescale(op.site(), level, op.n32(o), op.n32(x)); });
+      }
       if (a.limbs != out.limbs + 1 || out.limbs < 1 || a.components > 3) {
         throw BackendError("cuda rescale: input has " + std::to_string(a.limbs) + " limbs and output " +
                            std::to_string(out.limbs) + ", expected one limb fewer (and at most 3 components)");
@@ -383,11 +433,18 @@ class CudaBackend final : public Backend {
     guarded("drop_limbs", [&] {
       Op op(*this, bc, "drop_limbs");
       const kernels::Poly o = op.out(out), x = op.in(a);
+      if (op.narrow) {
+        // out's primes are a window of a's: they start `offset` limbs in.
+        const int offset = op.context.level_basis(op.level(out)).first - op.context.level_basis(op.level(a)).first;
+        return op.issue([&] { narrow::copy_limbs(op.stream(), op.n(), op.n32(o), op.n32(x), offset); });
+      }
       op.issue([&] { kernels::copy_limbs(op.launch, o, x); });
     });
   }
 
   void mod_raise(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
+    const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
+    if (prepared && prepared->narrow()) return Backend::mod_raise(bc, out, a);  // through the host, as on cpu
     guarded("mod_raise", [&] {
       Op op(*this, bc, "mod_raise");
       op.require_shape(a, out.components, 1, "input");
@@ -403,6 +460,12 @@ class CudaBackend final : public Backend {
       op.require_shape(out, 2, a.limbs, "output");
       const kernels::Poly in = op.in(a);
       const kernels::Poly o = op.out(out);
+      if (op.narrow) {  // c2 switched, added to (c0, c1)
+        const narrow::Poly x = op.n32(in), y = op.n32(o);
+        const std::size_t poly = static_cast<std::size_t>(x.limbs) * op.n();
+        return key_switch_narrow(op, x.limbs, x.data + 2 * poly, 0, op.key32(key),
+                                 {y.data, x.data, y.data + poly, x.data + poly});
+      }
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
       op.uses_key_switch_work();
@@ -461,6 +524,12 @@ class CudaBackend final : public Backend {
       const kernels::Poly in = op.in(a);
       const kernels::Poly o = op.out(out);
       op.require_galois(galois_element);
+      if (op.narrow) {  // g(c1) switched, added to g(c0)
+        const narrow::Poly x = op.n32(in), y = op.n32(o);
+        const std::size_t poly = static_cast<std::size_t>(x.limbs) * op.n();
+        return key_switch_narrow(op, x.limbs, x.data + poly, galois_element, op.key32(key),
+                                 {y.data, x.data, y.data + poly, nullptr});
+      }
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
       op.uses_key_switch_work();
@@ -488,6 +557,7 @@ class CudaBackend final : public Backend {
       }
       op.require_shape(a, 2, a.limbs, "input");
       const kernels::Poly in = op.in(a);
+      if (op.narrow) return rotate_hoisted_narrow(op, outs, in, galois_elements, keys);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       op.uses_key_switch_work();
       std::vector<kernels::Poly> o;
@@ -535,6 +605,59 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Where a key switch's result goes: out_c = ModDown(accumulator_c) + add_c
+  // (add_0 read through the rotation's automorphism; add_c may be null).
+  struct NarrowOutputs {
+    u32* out0;
+    const u32* add0;
+    u32* out1;
+    const u32* add1;
+  };
+
+  // A key switch in 32-bit words: ModUp of d (of d(X^g) for a Galois element
+  // g, else 0), the inner product with the key, ModDown into `outputs`.
+  template <class Op>
+  void key_switch_narrow(Op& op, int limbs, const u32* d, u32 galois_element, const u32* key,
+                         const NarrowOutputs& outputs) {
+    const int level = op.level_of_limbs(limbs);
+    op.uses_key_switch_work();
+    op.issue([&] {
+      issue_as_graph(op, limbs, 0, [&] {
+        narrow::mod_up(op.site(), level, d, galois_element);
+        narrow::inner_product(op.site(), level, key, 0);
+        narrow::mod_down(op.site(), level, outputs.out0, outputs.add0, galois_element, outputs.out1, outputs.add1);
+      });
+    });
+  }
+
+  // rotate_hoisted in 32-bit words: one ModUp, then each rotation's inner
+  // product (the extended limbs read through its automorphism) and ModDown.
+  template <class Op>
+  void rotate_hoisted_narrow(Op& op, std::span<const PolyArg> outs, const kernels::Poly& in,
+                             std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) {
+    const int level = op.level_of_limbs(in.limbs);
+    op.uses_key_switch_work();
+    std::vector<narrow::Poly> o;
+    std::vector<const u32*> k;
+    for (std::size_t r = 0; r < outs.size(); ++r) {
+      op.require_shape(outs[r], 2, in.limbs, "output");
+      o.push_back(op.n32(op.out(outs[r])));
+      k.push_back(op.key32(keys[r]));
+      op.require_galois(galois_elements[r]);
+    }
+    const narrow::Poly x = op.n32(in);
+    const std::size_t poly = static_cast<std::size_t>(x.limbs) * op.n();
+    op.issue([&] {
+      issue_as_graph(op, in.limbs, static_cast<int>(outs.size()), [&] {
+        narrow::mod_up(op.site(), level, x.data + poly, 0);
+        for (std::size_t r = 0; r < outs.size(); ++r) {
+          narrow::inner_product(op.site(), level, k[r], galois_elements[r]);
+          narrow::mod_down(op.site(), level, o[r].data, x.data, galois_elements[r], o[r].data + poly, nullptr);
+        }
+      });
+    });
+  }
+
   // Whether no two outputs (`words` words from each data pointer) overlap.
   static bool outputs_apart(const std::vector<kernels::Poly>& outs, std::size_t words) {
     auto apart = [words](const u64* x, const u64* y) { return x + words <= y || y + words <= x; };
@@ -629,7 +752,13 @@ class CudaBackend final : public Backend {
   // One operation: the lock, the device, the context and checked views of the arguments.
   struct Op {
     Op(CudaBackend& backend, const BackendContext& bc, const char* name)
-        : lock(backend.mutex_), ctx(context_of(bc, name)), context(ctx.context()), launch(ctx.launch()), what(name) {
+        : lock(backend.mutex_),
+          ctx(context_of(bc, name)),
+          context(ctx.context()),
+          narrow(ctx.narrow()),
+          word_bytes(stored_word_bytes(context.word_size())),
+          launch(ctx.launch()),
+          what(name) {
       if (ctx.runtime() != backend.runtime_) {
         throw BackendError(std::string("cuda ") + name + ": the context was prepared by another CUDA backend");
       }
@@ -672,7 +801,7 @@ class CudaBackend final : public Backend {
                            " components and " + std::to_string(p.limbs) + " limbs is out of range");
       }
       const std::size_t bytes = static_cast<std::size_t>(p.components) * static_cast<std::size_t>(p.limbs) *
-                                context.ring_degree() * sizeof(u64);
+                                context.ring_degree() * word_bytes;
       u64* data = device_buffer(*p.buffer, bytes, what, ctx.runtime()->device()).data();
       accesses.push_back(access_of(data, bytes, write));
       return {data, p.components, p.limbs};
@@ -680,7 +809,7 @@ class CudaBackend final : public Backend {
 
     const u64* key(const KeyArg& k) {
       if (!k.buffer) throw BackendError(std::string("cuda ") + what + ": null key");
-      const std::size_t bytes = context.key_words() * sizeof(u64);
+      const std::size_t bytes = context.key_words() * word_bytes;
       const u64* data = device_buffer(*k.buffer, bytes, what, ctx.runtime()->device()).data();
       accesses.push_back(access_of(data, bytes, false));
       return data;
@@ -702,6 +831,39 @@ class CudaBackend final : public Backend {
       return ctx.key_switch(level);
     }
 
+    // The 32-bit word family (narrow): its views, the level of a Q-basis
+    // array, and its limbs' primes.
+    static narrow::Poly n32(const kernels::Poly& p) { return {reinterpret_cast<u32*>(p.data), p.components, p.limbs}; }
+    const u32* key32(const KeyArg& k) { return reinterpret_cast<const u32*>(key(k)); }
+    cudaStream_t stream() const { return launch.stream; }
+    u32 n() const { return launch.n; }
+    narrow::Site site() const { return {*narrow, launch.stream, launch.n}; }
+    int level_of_limbs(int limbs) const {
+      const int level = context.level_of_limbs(limbs);
+      if (level < 0) {
+        throw BackendError(std::string("cuda ") + what + ": no level of context " + std::to_string(context.id()) +
+                           " has " + std::to_string(limbs) + " limbs");
+      }
+      return level;
+    }
+    int level(const PolyArg& p) const { return level_of_limbs(p.limbs); }
+    const narrow::Prime* primes(const PolyArg& p) const { return narrow->primes() + narrow->first(level(p)); }
+    // One residue per limb of p, with Shoup's constants modulo its primes.
+    narrow::LimbConstants limb_constants(const PolyArg& p, std::span<const std::uint64_t> residues) const {
+      const int lv = level(p);
+      if (p.limbs > narrow::max_limbs) {
+        throw BackendError(std::string("cuda ") + what + ": " + std::to_string(p.limbs) + " limbs, expected at most " +
+                           std::to_string(narrow::max_limbs));
+      }
+      narrow::LimbConstants c{};
+      for (int i = 0; i < p.limbs; ++i) {
+        const auto q = static_cast<u32>(context.level_modulus(lv, i).value);
+        c.w[i] = static_cast<u32>(residues[static_cast<std::size_t>(i)]);
+        c.w_shoup[i] = shoup(c.w[i], q);
+      }
+      return c;
+    }
+
     void require_residues(std::span<const std::uint64_t> residues, int limbs) const {
       if (residues.size() < static_cast<std::size_t>(limbs)) {
         throw BackendError(std::string("cuda ") + what + ": " + std::to_string(residues.size()) +
@@ -719,6 +881,8 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock;
     const CudaContext& ctx;
     const Context& context;
+    const narrow::Tables* narrow;  // the 32-bit word family's tables, or null
+    std::size_t word_bytes;
     kernels::Launch launch;  // its stream is the operation's only from issue() on (a lane, during a capture)
     const char* what;
     std::vector<MemoryAccess> accesses;

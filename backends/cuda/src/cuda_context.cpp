@@ -4,8 +4,9 @@
 #include <cstring>
 #include <string>
 
-#include "fhelium/context.hpp"
 #include "fhelium/backend/rns.hpp"
+#include "fhelium/context.hpp"
+#include "narrow_tables.hpp"
 
 namespace fhelium::cuda {
 namespace {
@@ -78,6 +79,13 @@ constexpr u64 fp64_ntt_limit = u64{1} << 44;
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
     : context_(std::move(context)), runtime_(std::move(runtime)) {
   const Context& c = *context_;
+  if (c.word_size() == WordSize::bits32) {
+    narrow_ = std::make_unique<narrow::Tables>(c, runtime_);
+    table_bytes_ = narrow_->table_bytes();
+    workspace_bytes_ = narrow_->workspace_bytes();
+    runtime_->synchronize();  // tables are in place before the first operation
+    return;
+  }
   const std::size_t n = c.ring_degree();
   const int key_limbs = c.key_limbs();
   const int max_level = c.max_level();
@@ -227,6 +235,8 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   }
   runtime_->synchronize();  // tables are in place before the first operation
 }
+
+CudaContext::~CudaContext() = default;
 
 kernels::Launch CudaContext::launch() const {
   return {runtime_->stream(), ntt_, static_cast<u32>(context_->ring_degree()), context_->max_level()};

@@ -14,6 +14,10 @@
 
 namespace fhelium::cuda {
 
+namespace narrow {
+class Tables;
+}
+
 // Device memory owned by a context (freed, stream-ordered, with it).
 class DeviceAllocation {
  public:
@@ -52,14 +56,18 @@ class DeviceAllocation {
 class CudaContext final : public BackendContext, public std::enable_shared_from_this<CudaContext> {
  public:
   CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime);
+  ~CudaContext() override;
   const Context& context() const override { return *context_; }
+  // The 32-bit word family's tables and workspace, or null (64-bit words:
+  // every other accessor serves those).
+  const narrow::Tables* narrow() const { return narrow_.get(); }
   const std::shared_ptr<DeviceRuntime>& runtime() const { return runtime_; }
 
   // Up to this ring degree multiply_relinearize is one fused call (its
   // product a1 b1 in work().product); above it, the two calls (and no product).
   // 2^15: at 2^16 the fused call measured slower than the two (574 us vs 570).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
-  bool fuses_multiply() const { return context_->ring_degree() <= fused_multiply_limit; }
+  bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
   // Up to this ring degree a hoisted batch's rotations run on branches (branch_work).
   static constexpr std::size_t hoisted_branch_limit = std::size_t{1} << 15;
 
@@ -79,6 +87,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
  private:
   std::shared_ptr<const Context> context_;
   std::shared_ptr<DeviceRuntime> runtime_;
+  std::unique_ptr<narrow::Tables> narrow_;
   DeviceAllocation tables_;     // twiddles, primes and RNS constants
   DeviceAllocation views_;      // ConverterView arrays (they point into tables_)
   NttTables ntt_{};

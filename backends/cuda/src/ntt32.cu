@@ -21,27 +21,52 @@ __device__ __forceinline__ u32 mul_shoup_lazy(u32 x, u32 w, u32 w_shoup, u32 q) 
   return x * w - __umulhi(x, w_shoup) * q;
 }
 
+__device__ __forceinline__ u32 below(u32 x, u32 bound) { return x >= bound ? x - bound : x; }
+
+// Primes from 2^30 (wide: 4q would pass 2^32) keep every value below q; the
+// others below 4q, lazily. The outputs are the same residues.
+__device__ __forceinline__ bool is_wide(u32 q) { return q >= (u32{1} << 30); }
+
 __device__ __forceinline__ void forward_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
+  if (is_wide(q)) {
+    const u32 u = x;
+    const u32 v = below(mul_shoup_lazy(y, w, w_shoup, q), q);
+    x = below(u + v, q);
+    y = below(u - v + q, q);
+    return;
+  }
   const u32 two_q = 2 * q;
-  const u32 u = x >= two_q ? x - two_q : x;
+  const u32 u = below(x, two_q);
   const u32 v = mul_shoup_lazy(y, w, w_shoup, q);
   x = u + v;
   y = u - v + two_q;
 }
 
 __device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
-  const u32 two_q = 2 * q;
+  const bool wide = is_wide(q);
+  const u32 bound = wide ? q : 2 * q;
   const u32 u = x;
   const u32 v = y;
-  const u32 s = u + v;
-  x = s >= two_q ? s - two_q : s;
-  y = mul_shoup_lazy(u - v + two_q, w, w_shoup, q);
+  x = below(u + v, bound);
+  const u32 t = mul_shoup_lazy(u - v + bound, w, w_shoup, q);
+  y = wide ? below(t, q) : t;
 }
 
+// Which prime each limb (blockIdx.y) uses.
+struct LimbPrimes {
+  int primes;             // all of them
+  const int* map;         // limb b uses map[b % period]; null: b % primes
+  int period;
+
+  __device__ __forceinline__ int of(unsigned limb) const {
+    return map ? map[limb % static_cast<unsigned>(period)] : static_cast<int>(limb % static_cast<unsigned>(primes));
+  }
+};
+
 // Limb b's prime: tables of 4 x n words per prime, scalars (q, n^-1, Shoup) per prime.
-__device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars, std::uint64_t n, int primes,
+__device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars, std::uint64_t n, LimbPrimes primes,
                                           bool forward) {
-  const int p = static_cast<int>(blockIdx.y) % primes;
+  const int p = primes.of(blockIdx.y);
   const u32* t = tables + static_cast<std::size_t>(p) * 4 * n + (forward ? 0 : 2 * n);
   return {scalars[3 * p], t, t + n};
 }
@@ -50,7 +75,7 @@ __device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars,
 // Forward: stages m = 1 .. N1/2; inverse: m = N1 .. 2, then times n^-1.
 template <int N1, bool FORWARD>
 __global__ void __launch_bounds__(column_threads)
-    columns(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, int primes) {
+    columns(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
   const std::uint64_t tile = n / N1;
   const std::uint64_t c = blockIdx.x * static_cast<std::uint64_t>(column_threads) + threadIdx.x;
   const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
@@ -81,7 +106,7 @@ __global__ void __launch_bounds__(column_threads)
         for (int j = 0; j < rows; ++j) inverse_butterfly(x[2 * i * rows + j], x[2 * i * rows + j + rows], w, ws, pr.q);
       }
     }
-    const int p = static_cast<int>(blockIdx.y) % primes;
+    const int p = primes.of(blockIdx.y);
     const u32 inv_n = scalars[3 * p + 1], inv_n_shoup = scalars[3 * p + 2];
 #pragma unroll
     for (int r = 0; r < N1; ++r) {
@@ -100,7 +125,7 @@ __global__ void __launch_bounds__(column_threads)
 // when the tile is the whole limb.
 template <int TILE, bool FORWARD>
 __global__ void __launch_bounds__(TILE / 4)
-    tiles(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, int primes) {
+    tiles(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
   constexpr int log_tile = ::cuda::std::countr_zero(static_cast<unsigned>(TILE));
   __shared__ u32 s[TILE];
   const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
@@ -182,7 +207,7 @@ __global__ void __launch_bounds__(TILE / 4)
       __syncthreads();
     }
     const bool whole_limb = n == TILE;
-    const int prime = static_cast<int>(blockIdx.y) % primes;
+    const int prime = primes.of(blockIdx.y);
     const u32 inv_n = scalars[3 * prime + 1], inv_n_shoup = scalars[3 * prime + 2];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
@@ -197,7 +222,7 @@ __global__ void __launch_bounds__(TILE / 4)
 }
 
 template <int TILE, bool FORWARD>
-void launch_tiles(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, int primes,
+void launch_tiles(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
                   cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(n / TILE), static_cast<unsigned>(limbs));
   tiles<TILE, FORWARD><<<grid, TILE / 4, 0, stream>>>(data, n, tables, scalars, primes);
@@ -205,7 +230,7 @@ void launch_tiles(u32* data, std::uint64_t n, int limbs, const u32* tables, cons
 }
 
 template <int N1, bool FORWARD>
-void launch_columns(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, int primes,
+void launch_columns(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
                     cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(n / N1 / column_threads), static_cast<unsigned>(limbs));
   columns<N1, FORWARD><<<grid, column_threads, 0, stream>>>(data, n, tables, scalars, primes);
@@ -213,7 +238,7 @@ void launch_columns(u32* data, std::uint64_t n, int limbs, const u32* tables, co
 }
 
 template <bool FORWARD>
-void transform(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, int primes,
+void transform(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
                cudaStream_t stream) {
   const auto run = [&](auto tile_constant, auto rows_constant) {
     constexpr int tile = decltype(tile_constant)::value;
@@ -271,10 +296,6 @@ DeviceNtt32::DeviceNtt32(const std::vector<NttTable32>& tables)
       throw InvalidArgumentError("DeviceNtt32: tables of ring degrees " + std::to_string(n_) + " and " +
                                  std::to_string(t.ring_degree()));
     }
-    if (t.modulus() >= (u32{1} << 30)) {  // the kernels' lazy bounds keep values below 4q < 2^32
-      throw InvalidArgumentError("DeviceNtt32: the prime " + std::to_string(t.modulus()) +
-                                 " is not below 2^30, as the GPU transform's lazy bounds need");
-    }
     for (const auto* v : {&t.roots(), &t.roots_shoup(), &t.inverse_roots(), &t.inverse_roots_shoup()}) {
       host_tables.insert(host_tables.end(), v->begin(), v->end());
     }
@@ -293,12 +314,12 @@ DeviceNtt32::~DeviceNtt32() {
   cudaFree(scalars_);
 }
 
-void DeviceNtt32::forward(u32* data, int limbs, cudaStream_t stream) const {
-  transform<true>(data, n_, limbs, tables_, scalars_, primes_, stream);
+void DeviceNtt32::forward(u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period) const {
+  transform<true>(data, n_, limbs, tables_, scalars_, {primes_, limb_primes, period}, stream);
 }
 
-void DeviceNtt32::inverse(u32* data, int limbs, cudaStream_t stream) const {
-  transform<false>(data, n_, limbs, tables_, scalars_, primes_, stream);
+void DeviceNtt32::inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period) const {
+  transform<false>(data, n_, limbs, tables_, scalars_, {primes_, limb_primes, period}, stream);
 }
 
 }  // namespace fhelium::cuda

@@ -1,8 +1,8 @@
-// The negacyclic NTT in 32-bit words on the GPU (the 32-bit word family of
-// issue #30; not yet used by the backend's operations). The same transform as
-// NttTable32 (core), bit for bit: Cooley-Tukey forward and Gentleman-Sande
-// inverse with Harvey's lazy butterflies and Shoup constants, primes below
-// 2^30. N = N1 x TILE runs as two kernels: `columns` does the log2(N1)
+// The negacyclic NTT in 32-bit words on the GPU (the 32-bit word family).
+// The same transform as NttTable32 (core), bit for bit: Cooley-Tukey forward
+// and Gentleman-Sande inverse with Shoup constants, primes below 2^31 (below
+// 2^30 Harvey's lazy butterflies keep values below 4q; from 2^30 every
+// value stays below q). N = N1 x TILE runs as two kernels: `columns` does the log2(N1)
 // stages of distance >= TILE with one column of N1 words per thread in
 // registers, `tiles` the log2(TILE) stages inside tiles of TILE contiguous
 // words in shared memory; N <= 2048 runs one `tiles` kernel.
@@ -26,10 +26,11 @@ class DeviceNtt32 {
   DeviceNtt32(const DeviceNtt32&) = delete;
   DeviceNtt32& operator=(const DeviceNtt32&) = delete;
 
-  // In place on `limbs` limbs of N words, limb b in prime b % primes, values
-  // in [0, q) in and out; ordered on `stream`.
-  void forward(u32* data, int limbs, cudaStream_t stream) const;
-  void inverse(u32* data, int limbs, cudaStream_t stream) const;
+  // In place on `limbs` limbs of N words, values in [0, q) in and out;
+  // ordered on `stream`. Limb b uses prime limb_primes[b % period] (a device
+  // array of table indices), or b % primes without one.
+  void forward(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
+  void inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
 
  private:
   std::uint64_t n_;

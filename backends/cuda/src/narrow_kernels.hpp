@@ -1,0 +1,94 @@
+// Host-side entry points of the 32-bit word family's kernels. Each function
+// enqueues work on `stream`, checks every launch, and never synchronises or
+// allocates. A polynomial's limb i uses primes[i]: callers pass the prime
+// table from the limb's key limb on (a level's window of Q primes).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "narrow_types.hpp"
+
+namespace fhelium::cuda::narrow {
+
+// components x limbs x n residues, limb-major.
+struct Poly {
+  u32* data = nullptr;
+  int components = 0;
+  int limbs = 0;
+};
+
+// ---- element-wise (narrow_elementwise.cu) ----
+// Components of a beyond b's are copied.
+void add(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly b);
+void sub(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly b);
+void negate(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a);
+// The constant's residue of limb i is residues.w[i]; only component 0 changes.
+void add_constant(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, const LimbConstants& residues,
+                  bool ntt_domain);
+void multiply_constant(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a,
+                       const LimbConstants& constants);
+// p has one component.
+void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly p);
+// (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1).
+void multiply(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly b);
+// out's limb i of every component is a's limb i + offset.
+void copy_limbs(cudaStream_t stream, u32 n, Poly out, Poly a, int offset);
+
+// ---- key switching and rescale (narrow_keyswitch.cu) ----
+// out(X) = in(X^g) on `limbs` limbs in the coefficient domain.
+void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const u32* in, u32* out, int limbs,
+                         u32 galois_element);
+// out[k] = in[perm(k)] on `limbs` limbs in the NTT domain (X -> X^g).
+void permute(cudaStream_t stream, u32 n, const u32* in, u32* out, int limbs, u32 galois_element);
+// Basis conversion of `components` inputs (in + z in_stride, the converter's
+// from_count limbs each) to out + z out_stride (to_count limbs each).
+void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride, u32* out,
+             std::size_t out_stride, int components);
+
+// The key switch's inner product at one level.
+struct InnerProduct {
+  const u32* extended;     // digits x slots x n: digit j's converted limbs, then its own ones
+  const u32* key;          // key digits x 2 x key_limbs x n
+  const int* slot_primes;  // the key limb of each slot (the level's Q limbs, then P)
+  const Prime* primes;     // by key limb
+  u32* accumulators;       // 2 x slots x n
+  int digits;
+  int first_digit;  // the key's digit of the level's digit 0
+  int slots;
+  int key_limbs;
+  int digit_begin[max_limbs];  // the level's limbs [begin, end) form digit j
+  int digit_end[max_limbs];
+  u32 galois_element;  // the extended limbs read through X -> X^g when not 0
+};
+void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args);
+
+// out[i] = (x[i] - y[i]) w_i + add[i] mod q_i on `limbs` limbs; add may be
+// null, and is read through X -> X^g when galois_element is not 0.
+struct Difference {
+  const u32* x;
+  const u32* y;
+  u32* out;
+  const u32* add;
+  int limbs;
+  u32 galois_element;
+};
+void multiply_difference(cudaStream_t stream, u32 n, const Prime* primes, const Difference& args,
+                         const LimbConstants& w);
+
+// A rescale's last step: out_c[i] = (a_c[source_i] A_i - conv_c[i]) w_i, A_i
+// = 0 where source_i < 0 (an added prime).
+struct RescaleCombine {
+  const u32* a;
+  int a_limbs;
+  const u32* converted;  // components x out_limbs x n
+  u32* out;
+  int out_limbs;
+  int components;
+  int source[max_limbs];
+};
+void rescale_combine(cudaStream_t stream, u32 n, const Prime* primes, const RescaleCombine& args,
+                     const LimbConstants& added, const LimbConstants& w);
+
+}  // namespace fhelium::cuda::narrow

@@ -1,0 +1,187 @@
+// Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
+// the cpu backend's 32-bit paths, residue for residue.
+#include "automorphism.cuh"
+#include "cuda_check.hpp"
+#include "narrow_arith.cuh"
+#include "narrow_kernels.hpp"
+
+namespace fhelium::cuda::narrow {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int targets_per_block = 8;  // a block's threads recompute their scaled residues per 8 targets
+
+__device__ __forceinline__ int log2_of(u32 n) { return 31 - __clz(n); }
+
+dim3 grid_of(u32 n, unsigned rows, unsigned depth = 1) {
+  return {(n + block_threads - 1) / block_threads, rows, depth};
+}
+
+__global__ void __launch_bounds__(block_threads)
+    galois_coefficients_kernel(const Prime* primes, const u32* in, u32* out, u32 n, u32 galois_element) {
+  const u32 i = blockIdx.x * block_threads + threadIdx.x;
+  if (i >= n) return;
+  const std::size_t limb = static_cast<std::size_t>(blockIdx.y) * n;
+  const u32 image = (i * galois_element) & (2 * n - 1);  // products wrap mod 2^32, a multiple of 2N
+  const u32 x = in[limb + i];
+  if (image < n) {
+    out[limb + image] = x;
+  } else {
+    out[limb + image - n] = x == 0 ? 0 : primes[blockIdx.y].q - x;
+  }
+}
+
+__global__ void __launch_bounds__(block_threads) permute_kernel(const u32* in, u32* out, u32 n, u32 galois_element) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const std::size_t limb = static_cast<std::size_t>(blockIdx.y) * n;
+  out[limb + k] = in[limb + automorphism_index(k, galois_element, log2_of(n))];
+}
+
+// Thread k of component blockIdx.z: the scaled residues y_i and the overflow
+// count v (the doubles summed in the cpu's order, no fused multiply-add),
+// then targets [8 blockIdx.y, 8 blockIdx.y + 8).
+__global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
+                                                                u32* out, std::size_t out_stride, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int na = c.from_count;
+  in += blockIdx.z * in_stride;
+  out += blockIdx.z * out_stride;
+  u32 y[max_from_primes];
+  double overflow = 0.0;
+#pragma unroll
+  for (int i = 0; i < max_from_primes; ++i) {
+    if (i < na) {
+      const u32 r = mul_shoup(in[static_cast<std::size_t>(i) * n + k], c.hat_inverse[i], c.hat_inverse_shoup[i],
+                              c.from[i].q);
+      y[i] = r;
+      overflow = __dadd_rn(overflow, __dmul_rn(static_cast<double>(r), c.inverse_double[i]));
+    }
+  }
+  const auto v = static_cast<u32>(__dadd_rn(overflow, 0.5));
+  const int first = static_cast<int>(blockIdx.y) * targets_per_block;
+  const int last = min(first + targets_per_block, c.to_count);
+  for (int j = first; j < last; ++j) {
+    const Prime b = c.to[j];
+    const u32* hat = c.hat_mod_to + j * na;
+    std::uint64_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < max_from_primes; ++i) {
+      if (i < na) {
+        acc += static_cast<std::uint64_t>(y[i]) * hat[i];
+        if (i % 3 == 2 && i + 1 < na) acc = reduce(acc, b);  // three products keep the sum below 2^64
+      }
+    }
+    out[static_cast<std::size_t>(j) * n + k] = sub_mod(reduce(acc, b), c.overflow_mod_to[j * (na + 1) + v], b.q);
+  }
+}
+
+// Where slot `slot` sits in an extended digit whose own limbs are [begin, end):
+// the converter's targets (the other Q limbs, then P), then the own limbs.
+__device__ __forceinline__ int position_in_digit(int slot, int begin, int end, int slots) {
+  const int own = end - begin;
+  if (slot >= begin && slot < end) return slots - own + (slot - begin);
+  return slot < begin ? slot : slot - own;
+}
+
+// Thread k of slot blockIdx.y: sum over digits j of extended_j x key_j (b
+// and a parts), 64-bit sums of 32-bit products folded every third digit.
+__global__ void __launch_bounds__(block_threads) inner_product_kernel(InnerProduct p, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int slot = static_cast<int>(blockIdx.y);
+  const int key_limb = p.slot_primes[slot];
+  const Prime m = p.primes[key_limb];
+  const u32 index = p.galois_element ? automorphism_index(k, p.galois_element, log2_of(n)) : k;
+  const std::size_t limb = n;
+  std::uint64_t sum0 = 0, sum1 = 0;
+  for (int j = 0; j < p.digits; ++j) {
+    const int position = position_in_digit(slot, p.digit_begin[j], p.digit_end[j], p.slots);
+    const u32 x = p.extended[(static_cast<std::size_t>(j) * p.slots + position) * limb + index];
+    const std::size_t key_digit = static_cast<std::size_t>(p.first_digit + j) * 2 * p.key_limbs;
+    const u32 kb = p.key[(key_digit + key_limb) * limb + k];
+    const u32 ka = p.key[(key_digit + p.key_limbs + key_limb) * limb + k];
+    sum0 += static_cast<std::uint64_t>(x) * kb;
+    sum1 += static_cast<std::uint64_t>(x) * ka;
+    if (j % 3 == 2) {
+      sum0 = reduce(sum0, m);
+      sum1 = reduce(sum1, m);
+    }
+  }
+  p.accumulators[static_cast<std::size_t>(slot) * limb + k] = reduce(sum0, m);
+  p.accumulators[(static_cast<std::size_t>(p.slots) + slot) * limb + k] = reduce(sum1, m);
+}
+
+__global__ void __launch_bounds__(block_threads)
+    difference_kernel(const Prime* primes, Difference d, LimbConstants w, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int i = static_cast<int>(blockIdx.y);
+  const u32 q = primes[i].q;
+  const std::size_t at = static_cast<std::size_t>(i) * n + k;
+  u32 r = mul_shoup(d.x[at] - d.y[at] + q, w.w[i], w.w_shoup[i], q);  // x - y + q < 2q
+  if (d.add) {
+    const u32 index = d.galois_element ? automorphism_index(k, d.galois_element, log2_of(n)) : k;
+    r = add_mod(r, d.add[static_cast<std::size_t>(i) * n + index], q);
+  }
+  d.out[at] = r;
+}
+
+__global__ void __launch_bounds__(block_threads)
+    rescale_combine_kernel(const Prime* primes, RescaleCombine r, LimbConstants added, LimbConstants w, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int c = static_cast<int>(blockIdx.y) / r.out_limbs;
+  const int i = static_cast<int>(blockIdx.y) % r.out_limbs;
+  const u32 q = primes[i].q;
+  const int source = r.source[i];
+  const u32 x = source < 0 ? 0
+                           : mul_shoup(r.a[(static_cast<std::size_t>(c) * r.a_limbs + source) * n + k], added.w[i],
+                                       added.w_shoup[i], q);
+  const u32 y = r.converted[(static_cast<std::size_t>(c) * r.out_limbs + i) * n + k];
+  r.out[(static_cast<std::size_t>(c) * r.out_limbs + i) * n + k] = mul_shoup(x - y + q, w.w[i], w.w_shoup[i], q);
+}
+
+}  // namespace
+
+void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const u32* in, u32* out, int limbs,
+                         u32 galois_element) {
+  galois_coefficients_kernel<<<grid_of(n, static_cast<unsigned>(limbs)), block_threads, 0, stream>>>(
+      primes, in, out, n, galois_element);
+  check_launch("narrow galois_coefficients");
+}
+
+void permute(cudaStream_t stream, u32 n, const u32* in, u32* out, int limbs, u32 galois_element) {
+  permute_kernel<<<grid_of(n, static_cast<unsigned>(limbs)), block_threads, 0, stream>>>(in, out, n, galois_element);
+  check_launch("narrow permute");
+}
+
+void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride,
+             u32* out, std::size_t out_stride, int components) {
+  const auto chunks = static_cast<unsigned>((converter.to_count + targets_per_block - 1) / targets_per_block);
+  convert_kernel<<<grid_of(n, chunks, static_cast<unsigned>(components)), block_threads, 0, stream>>>(
+      converter, in, in_stride, out, out_stride, n);
+  check_launch("narrow convert");
+}
+
+void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args) {
+  inner_product_kernel<<<grid_of(n, static_cast<unsigned>(args.slots)), block_threads, 0, stream>>>(args, n);
+  check_launch("narrow inner_product");
+}
+
+void multiply_difference(cudaStream_t stream, u32 n, const Prime* primes, const Difference& args,
+                         const LimbConstants& w) {
+  difference_kernel<<<grid_of(n, static_cast<unsigned>(args.limbs)), block_threads, 0, stream>>>(
+      primes, args, w, n);
+  check_launch("narrow multiply_difference");
+}
+
+void rescale_combine(cudaStream_t stream, u32 n, const Prime* primes, const RescaleCombine& args,
+                     const LimbConstants& added, const LimbConstants& w) {
+  rescale_combine_kernel<<<grid_of(n, static_cast<unsigned>(args.components * args.out_limbs)), block_threads, 0,
+                           stream>>>(primes, args, added, w, n);
+  check_launch("narrow rescale_combine");
+}
+
+}  // namespace fhelium::cuda::narrow

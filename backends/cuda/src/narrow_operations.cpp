@@ -1,0 +1,118 @@
+#include "narrow_operations.hpp"
+
+#include "cuda_check.hpp"
+
+namespace fhelium::cuda::narrow {
+namespace {
+
+std::size_t limb_words(const Site& s, int limbs) { return static_cast<std::size_t>(limbs) * s.n; }
+
+void copy(const Site& s, u32* dst, const u32* src, std::size_t words) {
+  if (dst == src) return;
+  check(cudaMemcpyAsync(dst, src, words * sizeof(u32), cudaMemcpyDeviceToDevice, s.stream), "cudaMemcpyAsync (narrow)");
+}
+
+}  // namespace
+
+void to_ntt(const Site& s, int level, Poly out, Poly a) {
+  copy(s, out.data, a.data, limb_words(s, out.components * out.limbs));
+  s.tables.ntt().forward(out.data, out.components * out.limbs, s.stream, s.tables.level_primes(level), out.limbs);
+}
+
+void to_coefficient(const Site& s, int level, Poly out, Poly a) {
+  copy(s, out.data, a.data, limb_words(s, out.components * out.limbs));
+  s.tables.ntt().inverse(out.data, out.components * out.limbs, s.stream, s.tables.level_primes(level), out.limbs);
+}
+
+void rescale(const Site& s, int level, Poly out, Poly a) {
+  const Tables& t = s.tables;
+  const RescaleTables& r = t.rescale(level);
+  const int dropped = static_cast<int>(r.dropped.size());
+  // The dropped limbs of every component to the coefficient domain; the
+  // conversion multiplies them by A.
+  u32* lifted = t.lifted();
+  for (int c = 0; c < a.components; ++c) {
+    for (int d = 0; d < dropped; ++d) {
+      copy(s, lifted + limb_words(s, c * dropped + d), a.data + limb_words(s, c * a.limbs + r.dropped[d]), s.n);
+    }
+  }
+  t.ntt().inverse(lifted, a.components * dropped, s.stream, r.dropped_primes, dropped);
+  u32* converted = t.converted();
+  convert(s.stream, s.n, r.from_dropped, lifted, limb_words(s, dropped), converted, limb_words(s, out.limbs),
+          a.components);
+  t.ntt().forward(converted, a.components * out.limbs, s.stream, t.level_primes(level - 1), out.limbs);
+  RescaleCombine combine{a.data, a.limbs, converted, out.data, out.limbs, a.components, {}};
+  for (int i = 0; i < out.limbs; ++i) combine.source[i] = r.source[static_cast<std::size_t>(i)];
+  rescale_combine(s.stream, s.n, t.primes() + t.first(level - 1), combine, r.added, r.dropped_inverse);
+}
+
+void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
+  const Tables& t = s.tables;
+  const KeySwitchTables& ks = t.key_switch(level);
+  u32* coefficients = t.coefficients();
+  copy(s, coefficients, d, limb_words(s, ks.q_limbs));
+  t.ntt().inverse(coefficients, ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs);
+  if (galois_element != 0) {
+    galois_coefficients(s.stream, s.n, t.primes() + t.first(level), coefficients, t.rotated(), ks.q_limbs,
+                        galois_element);
+    coefficients = t.rotated();
+  }
+  for (int j = 0; j < ks.digits; ++j) {
+    const auto jj = static_cast<std::size_t>(j);
+    const int begin = ks.digit_begin[jj];
+    const int own = ks.digit_end[jj] - begin;
+    const int targets = ks.slots - own;
+    u32* digit = t.extended() + limb_words(s, j * ks.slots);
+    convert(s.stream, s.n, ks.mod_up[jj], coefficients + limb_words(s, begin), 0, digit, 0, 1);
+    // The digit's own limbs are d's, in the NTT domain (through X -> X^g).
+    u32* own_limbs = digit + limb_words(s, targets);
+    if (galois_element != 0) {
+      permute(s.stream, s.n, d + limb_words(s, begin), own_limbs, own, galois_element);
+    } else {
+      copy(s, own_limbs, d + limb_words(s, begin), limb_words(s, own));
+    }
+    t.ntt().forward(digit, targets, s.stream, ks.target_primes[jj], targets);
+  }
+}
+
+void inner_product(const Site& s, int level, const u32* key, u32 galois_element) {
+  const Tables& t = s.tables;
+  const KeySwitchTables& ks = t.key_switch(level);
+  InnerProduct p{};
+  p.extended = t.extended();
+  p.key = key;
+  p.slot_primes = ks.slot_primes;
+  p.primes = t.primes();
+  p.accumulators = t.accumulators();
+  p.digits = ks.digits;
+  p.first_digit = ks.first_digit;
+  p.slots = ks.slots;
+  p.key_limbs = t.key_limbs();
+  for (int j = 0; j < ks.digits; ++j) {
+    p.digit_begin[j] = ks.digit_begin[static_cast<std::size_t>(j)];
+    p.digit_end[j] = ks.digit_end[static_cast<std::size_t>(j)];
+  }
+  p.galois_element = galois_element;
+  narrow::inner_product(s.stream, s.n, p);
+}
+
+void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_galois, u32* out1, const u32* add1) {
+  const Tables& t = s.tables;
+  const KeySwitchTables& ks = t.key_switch(level);
+  const int specials = ks.slots - ks.q_limbs;
+  const std::size_t accumulator = limb_words(s, ks.slots);
+  u32* acc = t.accumulators();
+  for (int poly = 0; poly < 2; ++poly) {
+    t.ntt().inverse(acc + poly * accumulator + limb_words(s, ks.q_limbs), specials, s.stream, ks.p_primes, specials);
+  }
+  u32* converted = t.converted();
+  const std::size_t q_words = limb_words(s, ks.q_limbs);
+  convert(s.stream, s.n, ks.mod_down, acc + q_words, accumulator, converted, q_words, 2);
+  t.ntt().forward(converted, 2 * ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs);
+  const Prime* primes = t.primes() + t.first(level);
+  multiply_difference(s.stream, s.n, primes, {acc, converted, out0, add0, ks.q_limbs, add0_galois}, ks.p_inverse);
+  multiply_difference(s.stream, s.n, primes, {acc + accumulator, converted + q_words, out1, add1, ks.q_limbs, 0},
+                      ks.p_inverse);
+}
+
+}  // namespace fhelium::cuda::narrow

@@ -1,0 +1,225 @@
+#include "narrow_tables.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "fhelium/backend/ntt32.hpp"
+#include "fhelium/context.hpp"
+#include "fhelium/error.hpp"
+
+namespace fhelium::cuda::narrow {
+namespace {
+
+// Host image of the tables: arrays appended 8-byte aligned, offsets recorded.
+class Blob {
+ public:
+  template <class T>
+  std::size_t add(const std::vector<T>& values) {
+    const std::size_t at = (bytes_.size() + 7) / 8 * 8;
+    bytes_.resize(at + values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(bytes_.data() + at, values.data(), values.size() * sizeof(T));
+    return at;
+  }
+  const std::vector<std::byte>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+Prime prime_of(u64 q) {
+  const NarrowModulus m(q);
+  return {m.value, m.two32, m.two32_shoup, m.one_shoup};
+}
+
+std::vector<Prime> primes_of(const std::vector<Modulus>& moduli) {
+  std::vector<Prime> out;
+  for (const Modulus& m : moduli) out.push_back(prime_of(m.value));
+  return out;
+}
+
+struct ConverterOffsets {
+  int from_count, to_count;
+  std::size_t from, to, hat_inverse, hat_inverse_shoup, inverse_double, hat_mod_to, overflow_mod_to;
+};
+
+// `scale[i]` multiplies the scaled residues of prime i (converts x times a
+// constant; empty: 1).
+ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::vector<u64>& scale = {}) {
+  const std::size_t na = c.from().size();
+  if (na > static_cast<std::size_t>(max_from_primes)) {
+    throw BackendError("cuda: a basis conversion from " + std::to_string(na) + " primes, expected at most " +
+                       std::to_string(max_from_primes) + " in 32-bit words");
+  }
+  std::vector<u32> hat_inverse, hat_inverse_shoup, hat_mod_to, overflow;
+  for (std::size_t i = 0; i < na; ++i) {
+    const Modulus& a = c.from()[i];
+    const u64 w = scale.empty() ? c.hat_inverse()[i] : mul_mod(c.hat_inverse()[i], scale[i], a);
+    hat_inverse.push_back(static_cast<u32>(w));
+    hat_inverse_shoup.push_back(shoup(static_cast<u32>(w), static_cast<u32>(a.value)));
+  }
+  for (u64 x : c.hat_mod_to()) hat_mod_to.push_back(static_cast<u32>(x));
+  for (u64 x : c.overflow_mod_to()) overflow.push_back(static_cast<u32>(x));
+  ConverterOffsets o{};
+  o.from_count = static_cast<int>(na);
+  o.to_count = static_cast<int>(c.to().size());
+  o.from = blob.add(primes_of(c.from()));
+  o.to = blob.add(primes_of(c.to()));
+  o.hat_inverse = blob.add(hat_inverse);
+  o.hat_inverse_shoup = blob.add(hat_inverse_shoup);
+  o.inverse_double = blob.add(c.inverse_as_double());
+  o.hat_mod_to = blob.add(hat_mod_to);
+  o.overflow_mod_to = blob.add(overflow);
+  return o;
+}
+
+template <class T>
+const T* at(const std::byte* base, std::size_t offset) {
+  return reinterpret_cast<const T*>(base + offset);
+}
+
+ConverterView view_of(const ConverterOffsets& o, const std::byte* base) {
+  return {o.from_count,
+          o.to_count,
+          at<Prime>(base, o.from),
+          at<Prime>(base, o.to),
+          at<u32>(base, o.hat_inverse),
+          at<u32>(base, o.hat_inverse_shoup),
+          at<double>(base, o.inverse_double),
+          at<u32>(base, o.hat_mod_to),
+          at<u32>(base, o.overflow_mod_to)};
+}
+
+// w_i and Shoup's constants modulo the primes of `level`'s limbs.
+LimbConstants limb_constants(const Context& c, int level, const std::vector<u64>& w) {
+  if (w.size() > static_cast<std::size_t>(max_limbs)) {
+    throw BackendError("cuda: " + std::to_string(w.size()) + " limbs, expected at most " + std::to_string(max_limbs) +
+                       " in 32-bit words");
+  }
+  LimbConstants out{};
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const auto q = static_cast<u32>(c.level_modulus(level, static_cast<int>(i)).value);
+    out.w[i] = static_cast<u32>(w[i]);
+    out.w_shoup[i] = shoup(out.w[i], q);
+  }
+  return out;
+}
+
+}  // namespace
+
+Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) : key_limbs_(c.key_limbs()) {
+  const std::size_t n = c.ring_degree();
+  const int key_limbs = c.key_limbs();
+  const int q_count = c.q_count();
+  const int max_level = c.max_level();
+  if (key_limbs > max_limbs) {
+    throw BackendError("cuda prepare: " + std::to_string(key_limbs) + " key limbs, expected at most " +
+                       std::to_string(max_limbs) + " in 32-bit words");
+  }
+  std::vector<NttTable32> ntt_tables;
+  for (int limb = 0; limb < key_limbs; ++limb) ntt_tables.emplace_back(c.ntt(limb));
+  ntt_ = std::make_unique<DeviceNtt32>(ntt_tables);
+
+  Blob blob;
+  std::vector<Prime> primes;
+  for (int limb = 0; limb < key_limbs; ++limb) primes.push_back(prime_of(c.key_modulus(limb).value));
+  const std::size_t primes_at = blob.add(primes);
+
+  struct LevelOffsets {
+    std::size_t level_primes, slot_primes, p_primes, dropped_primes = 0;
+    std::vector<std::size_t> target_primes;
+    std::vector<ConverterOffsets> mod_up;
+    ConverterOffsets mod_down{};
+    std::optional<ConverterOffsets> from_dropped;
+  };
+  std::vector<LevelOffsets> offsets;
+  std::size_t max_dropped = 0;
+  for (int level = 0; level <= max_level; ++level) {
+    const LevelBasis& basis = c.level_basis(level);
+    const KeySwitchLevel& ks = c.key_switch(level);
+    const int slots = basis.count + c.special_count();
+    LevelOffsets lo{};
+    first_.push_back(basis.first);
+    std::vector<int> level_primes, slot_primes, p_primes;
+    for (int i = 0; i < basis.count; ++i) level_primes.push_back(c.key_limb(level, i));
+    for (int s = 0; s < slots; ++s) slot_primes.push_back(c.key_limb(level, s));
+    for (int k = 0; k < c.special_count(); ++k) p_primes.push_back(q_count + k);
+    lo.level_primes = blob.add(level_primes);
+    lo.slot_primes = blob.add(slot_primes);
+    lo.p_primes = blob.add(p_primes);
+
+    KeySwitchTables t;
+    t.digits = ks.digits;
+    t.first_digit = ks.first_digit;
+    t.q_limbs = basis.count;
+    t.slots = slots;
+    for (int j = 0; j < ks.digits; ++j) {
+      const auto [begin, end] = c.digit_limbs(level, j);
+      t.digit_begin.push_back(begin);
+      t.digit_end.push_back(end);
+      std::vector<int> targets;
+      for (int s = 0; s < slots; ++s) {
+        if (s < begin || s >= end) targets.push_back(c.key_limb(level, s));
+      }
+      lo.target_primes.push_back(blob.add(targets));
+      lo.mod_up.push_back(add_converter(blob, ks.mod_up[static_cast<std::size_t>(j)]));
+    }
+    lo.mod_down = add_converter(blob, ks.mod_down);
+    t.p_inverse = limb_constants(c, level, ks.p_inverse);
+    key_switch_.push_back(std::move(t));
+
+    RescaleTables r;
+    const RescaleLevel& rs = c.rescale(level);
+    if (level > 0 && rs.from_dropped) {
+      r.dropped = rs.dropped;
+      std::vector<int> dropped_primes;
+      for (int limb : rs.dropped) dropped_primes.push_back(c.key_limb(level, limb));
+      lo.dropped_primes = blob.add(dropped_primes);
+      lo.from_dropped = add_converter(blob, *rs.from_dropped, rs.added_mod_dropped);
+      for (std::size_t i = 0; i < rs.source.size(); ++i) r.source[i] = rs.source[i];
+      r.added = limb_constants(c, level - 1, rs.added_mod_out);
+      r.dropped_inverse = limb_constants(c, level - 1, rs.dropped_inverse);
+      max_dropped = std::max(max_dropped, rs.dropped.size());
+    }
+    rescale_.push_back(std::move(r));
+    offsets.push_back(std::move(lo));
+  }
+
+  const std::vector<std::byte>& bytes = blob.bytes();
+  table_bytes_ = bytes.size() + ntt_tables.size() * 4 * n * sizeof(u32);
+  tables_ = DeviceAllocation(runtime, bytes.size());
+  runtime->upload(tables_.words(), bytes.data(), bytes.size());
+  const auto* base = reinterpret_cast<const std::byte*>(tables_.words());
+  primes_ = at<Prime>(base, primes_at);
+  for (int level = 0; level <= max_level; ++level) {
+    const LevelOffsets& lo = offsets[static_cast<std::size_t>(level)];
+    level_primes_.push_back(at<int>(base, lo.level_primes));
+    KeySwitchTables& t = key_switch_[static_cast<std::size_t>(level)];
+    t.slot_primes = at<int>(base, lo.slot_primes);
+    t.p_primes = at<int>(base, lo.p_primes);
+    for (std::size_t j = 0; j < lo.mod_up.size(); ++j) {
+      t.mod_up.push_back(view_of(lo.mod_up[j], base));
+      t.target_primes.push_back(at<int>(base, lo.target_primes[j]));
+    }
+    t.mod_down = view_of(lo.mod_down, base);
+    if (lo.from_dropped) {
+      RescaleTables& r = rescale_[static_cast<std::size_t>(level)];
+      r.dropped_primes = at<int>(base, lo.dropped_primes);
+      r.from_dropped = view_of(*lo.from_dropped, base);
+    }
+  }
+
+  const std::size_t limb_bytes = n * sizeof(u32);
+  const auto q = static_cast<std::size_t>(q_count);
+  const auto slots = static_cast<std::size_t>(key_limbs);
+  const auto digits = static_cast<std::size_t>(c.key_digits());
+  const std::vector<std::pair<DeviceAllocation*, std::size_t>> parts{
+      {&coefficients_, q},         {&rotated_, q},       {&extended_, digits * slots},
+      {&accumulators_, 2 * slots}, {&converted_, 3 * q}, {&lifted_, 3 * std::max<std::size_t>(max_dropped, 1)}};
+  for (const auto& [allocation, limbs] : parts) {
+    *allocation = DeviceAllocation(runtime, limbs * limb_bytes);
+    workspace_bytes_ += limbs * limb_bytes;
+  }
+}
+
+}  // namespace fhelium::cuda::narrow

@@ -1,0 +1,86 @@
+// The CUDA backend's tables for a context of the 32-bit word family (primes
+// below 2^31, levels of several primes that are windows of the chain): the
+// 32-bit NTT, every level's key-switching and rescale constants, and the
+// workspace, uploaded or allocated once in prepare().
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "cuda_context.hpp"
+#include "narrow_kernels.hpp"
+#include "ntt32.hpp"
+
+namespace fhelium {
+class Context;
+}
+
+namespace fhelium::cuda::narrow {
+
+// Hybrid key switching at one level (KeySwitchLevel in 32-bit words).
+struct KeySwitchTables {
+  int digits = 0;
+  int first_digit = 0;
+  int q_limbs = 0;
+  int slots = 0;                            // q_limbs + the P primes
+  std::vector<int> digit_begin, digit_end;  // the level's limbs of digit j
+  std::vector<ConverterView> mod_up;        // digit j -> its targets
+  std::vector<const int*> target_primes;    // key limbs of digit j's targets (device)
+  ConverterView mod_down{};                 // P -> Q_l
+  const int* slot_primes = nullptr;         // key limb of each slot (device)
+  const int* p_primes = nullptr;            // key limbs of the P primes (device)
+  LimbConstants p_inverse{};                // [P^-1]_{q_i}
+};
+
+// Rescale from level l to l - 1 (RescaleLevel in 32-bit words).
+struct RescaleTables {
+  std::vector<int> dropped;             // limbs of level l divided out
+  const int* dropped_primes = nullptr;  // their key limbs (device)
+  ConverterView from_dropped{};         // its hat_inverse times [A]_d: converts x A
+  int source[max_limbs] = {};           // limb of level l with limb i's prime, or -1
+  LimbConstants added{};                // [A]_{t}
+  LimbConstants dropped_inverse{};      // [D^-1]_{t}
+};
+
+class Tables {
+ public:
+  Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime);
+
+  const DeviceNtt32& ntt() const { return *ntt_; }
+  int key_limbs() const { return key_limbs_; }
+  // By key limb.
+  const Prime* primes() const { return primes_; }
+  // The first key limb of a level, and the key limbs of its Q limbs (device).
+  int first(int level) const { return first_.at(static_cast<std::size_t>(level)); }
+  const int* level_primes(int level) const { return level_primes_.at(static_cast<std::size_t>(level)); }
+  const KeySwitchTables& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
+  const RescaleTables& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
+
+  // Workspace for the top level (lower levels use a prefix of each part).
+  u32* coefficients() const { return words(coefficients_); }  // Q limbs
+  u32* rotated() const { return words(rotated_); }            // Q limbs
+  u32* extended() const { return words(extended_); }          // digits x key limbs
+  u32* accumulators() const { return words(accumulators_); }  // 2 x key limbs
+  u32* converted() const { return words(converted_); }        // 3 x Q limbs
+  u32* lifted() const { return words(lifted_); }              // 3 x the most limbs a rescale drops
+
+  std::size_t table_bytes() const { return table_bytes_; }
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  static u32* words(const DeviceAllocation& a) { return reinterpret_cast<u32*>(a.words()); }
+
+  int key_limbs_;
+  std::unique_ptr<DeviceNtt32> ntt_;
+  DeviceAllocation tables_;
+  const Prime* primes_ = nullptr;
+  std::vector<int> first_;
+  std::vector<const int*> level_primes_;
+  std::vector<KeySwitchTables> key_switch_;
+  std::vector<RescaleTables> rescale_;
+  DeviceAllocation coefficients_, rotated_, extended_, accumulators_, converted_, lifted_;
+  std::size_t table_bytes_ = 0;
+  std::size_t workspace_bytes_ = 0;
+};
+
+}  // namespace fhelium::cuda::narrow
