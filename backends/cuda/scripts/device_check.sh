@@ -231,6 +231,14 @@ for step in $steps; do
         slots32768_scale40_levels34_int32 --ops add multiply rescale ntt_forward relinearize multiply_relinearize \
         rotate rotate_hoisted_8 --runs 100 --warmup 10 > "$out/int32-bench.json" 2>> "$out/int32-bench.log"
       echo "int32 bench rc=$?"
+      # Bootstrapping in the family (wide levels; ModRaise through the host):
+      # residues against cpu with the same keys and input, and the timings.
+      for log_n in 13 16; do
+        FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 300 "$bundle/apps/fhelium-bench-bootstrap" \
+          --backend cuda --word-bits 32 --log-n "$log_n" --runs 5 --warmup 1 --against-cpu \
+          > "$out/int32-bootstrap-$log_n.json" 2>> "$out/int32-bootstrap.log"
+        echo "int32 bootstrap 2^$log_n against cpu rc=$?"
+      done
       timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
         --gtest_filter='*Ntt32*:*W32*:*levels7_int32*:*32Bit*' > "$out/int32_memcheck.log" 2>&1
       echo "int32 memcheck rc=$?"
