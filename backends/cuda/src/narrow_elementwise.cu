@@ -1,4 +1,6 @@
 // Element-wise operations in 32-bit words (narrow_kernels.hpp).
+#include <cuda/std/mdspan>
+
 #include "cuda_check.hpp"
 #include "narrow_arith.cuh"
 #include "narrow_kernels.hpp"
@@ -8,9 +10,11 @@ namespace {
 
 constexpr int block_threads = 256;
 
-// Residue k of limb i of component c of p.
-__device__ __forceinline__ std::size_t at(const Poly& p, int c, int i, std::size_t n, std::size_t k) {
-  return (static_cast<std::size_t>(c) * static_cast<std::size_t>(p.limbs) + static_cast<std::size_t>(i)) * n + k;
+// A polynomial's residues as components x limbs x n (limb-major):
+// view(p, n)(c, i, k) is residue k of limb i of component c.
+using Residues = ::cuda::std::mdspan<u32, ::cuda::std::dextents<std::size_t, 3>>;
+__device__ __forceinline__ Residues view(const Poly& p, std::size_t n) {
+  return Residues(p.data, static_cast<std::size_t>(p.components), static_cast<std::size_t>(p.limbs), n);
 }
 
 // op(c, i, k) over `grid_of`'s components x limbs x n residues; blockIdx.y
@@ -37,14 +41,14 @@ struct Binary {
   const Prime* primes;
   Poly out, a, b;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    const u32 x = a.data[at(a, c, i, n, k)];
+    const u32 x = view(a, n)(c, i, k);
     if (c >= b.components) {
-      out.data[at(out, c, i, n, k)] = x;
+      view(out, n)(c, i, k) = x;
       return;
     }
-    const u32 y = b.data[at(b, c, i, n, k)];
+    const u32 y = view(b, n)(c, i, k);
     const u32 q = primes[i].q;
-    out.data[at(out, c, i, n, k)] = SUBTRACT ? sub_mod(x, y, q) : add_mod(x, y, q);
+    view(out, n)(c, i, k) = SUBTRACT ? sub_mod(x, y, q) : add_mod(x, y, q);
   }
 };
 
@@ -53,8 +57,8 @@ struct Negate {
   const Prime* primes;
   Poly out, a;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    const u32 x = a.data[at(a, c, i, n, k)];
-    out.data[at(out, c, i, n, k)] = x == 0 ? 0 : primes[i].q - x;
+    const u32 x = view(a, n)(c, i, k);
+    view(out, n)(c, i, k) = x == 0 ? 0 : primes[i].q - x;
   }
 };
 
@@ -65,9 +69,9 @@ struct AddConstant {
   LimbConstants residues;
   bool ntt_domain;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    const u32 x = a.data[at(a, c, i, n, k)];
+    const u32 x = view(a, n)(c, i, k);
     const bool adds = c == 0 && (ntt_domain || k == 0);
-    out.data[at(out, c, i, n, k)] = adds ? add_mod(x, residues.w[i], primes[i].q) : x;
+    view(out, n)(c, i, k) = adds ? add_mod(x, residues.w[i], primes[i].q) : x;
   }
 };
 
@@ -77,8 +81,8 @@ struct MultiplyConstant {
   Poly out, a;
   LimbConstants constants;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    out.data[at(out, c, i, n, k)] =
-        mul_shoup(a.data[at(a, c, i, n, k)], constants.w[i], constants.w_shoup[i], primes[i].q);
+    view(out, n)(c, i, k) =
+        mul_shoup(view(a, n)(c, i, k), constants.w[i], constants.w_shoup[i], primes[i].q);
   }
 };
 
@@ -87,7 +91,7 @@ struct MultiplyPlain {
   const Prime* primes;
   Poly out, a, p;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    out.data[at(out, c, i, n, k)] = mul_mod(a.data[at(a, c, i, n, k)], p.data[at(p, 0, i, n, k)], primes[i]);
+    view(out, n)(c, i, k) = mul_mod(view(a, n)(c, i, k), view(p, n)(0, i, k), primes[i]);
   }
 };
 
@@ -98,12 +102,12 @@ struct Multiply {
   Poly out, a, b;
   __device__ void operator()(int, int i, std::size_t k) const {
     const Prime m = primes[i];
-    const u32 a0 = a.data[at(a, 0, i, n, k)], a1 = a.data[at(a, 1, i, n, k)];
-    const u32 b0 = b.data[at(b, 0, i, n, k)], b1 = b.data[at(b, 1, i, n, k)];
-    out.data[at(out, 0, i, n, k)] = mul_mod(a0, b0, m);
+    const u32 a0 = view(a, n)(0, i, k), a1 = view(a, n)(1, i, k);
+    const u32 b0 = view(b, n)(0, i, k), b1 = view(b, n)(1, i, k);
+    view(out, n)(0, i, k) = mul_mod(a0, b0, m);
     // a0 b1 + a1 b0 < 2^63: one reduction.
-    out.data[at(out, 1, i, n, k)] = reduce(static_cast<std::uint64_t>(a0) * b1 + static_cast<std::uint64_t>(a1) * b0, m);
-    out.data[at(out, 2, i, n, k)] = mul_mod(a1, b1, m);
+    view(out, n)(1, i, k) = reduce(static_cast<std::uint64_t>(a0) * b1 + static_cast<std::uint64_t>(a1) * b0, m);
+    view(out, n)(2, i, k) = mul_mod(a1, b1, m);
   }
 };
 
@@ -112,7 +116,7 @@ struct CopyLimbs {
   Poly out, a;
   int offset;
   __device__ void operator()(int c, int i, std::size_t k) const {
-    out.data[at(out, c, i, n, k)] = a.data[at(a, c, i + offset, n, k)];
+    view(out, n)(c, i, k) = view(a, n)(c, i + offset, k);
   }
 };
 

@@ -1,5 +1,8 @@
 // Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
 // the cpu backend's 32-bit paths, residue for residue.
+#include <cuda/std/bit>
+#include <cuda/std/mdspan>
+
 #include "automorphism.cuh"
 #include "cuda_check.hpp"
 #include "narrow_arith.cuh"
@@ -11,7 +14,14 @@ namespace {
 constexpr int block_threads = 256;
 constexpr int targets_per_block = 8;  // a block's threads recompute their scaled residues per 8 targets
 
-__device__ __forceinline__ int log2_of(u32 n) { return 31 - __clz(n); }
+__device__ __forceinline__ int log2_of(u32 n) { return ::cuda::std::countr_zero(n); }  // n a power of two
+
+// `limbs` limbs of n residues each, limb-major: view(i, k) is residue k of limb i.
+using Limbs = ::cuda::std::mdspan<u32, ::cuda::std::dextents<std::size_t, 2>>;
+using ConstLimbs = ::cuda::std::mdspan<const u32, ::cuda::std::dextents<std::size_t, 2>>;
+// components x limbs x n residues.
+using Components = ::cuda::std::mdspan<u32, ::cuda::std::dextents<std::size_t, 3>>;
+using ConstComponents = ::cuda::std::mdspan<const u32, ::cuda::std::dextents<std::size_t, 3>>;
 
 dim3 grid_of(u32 n, unsigned rows, unsigned depth = 1) {
   return {(n + block_threads - 1) / block_threads, rows, depth};
@@ -46,14 +56,14 @@ __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c,
   const u32 k = blockIdx.x * block_threads + threadIdx.x;
   if (k >= n) return;
   const int na = c.from_count;
-  in += blockIdx.z * in_stride;
-  out += blockIdx.z * out_stride;
+  const ConstLimbs from(in + blockIdx.z * in_stride, static_cast<std::size_t>(na), n);
+  const Limbs to(out + blockIdx.z * out_stride, static_cast<std::size_t>(c.to_count), n);
   u32 y[max_from_primes];
   double overflow = 0.0;
 #pragma unroll
   for (int i = 0; i < max_from_primes; ++i) {
     if (i < na) {
-      const u32 r = mul_shoup(in[static_cast<std::size_t>(i) * n + k], c.hat_inverse[i], c.hat_inverse_shoup[i],
+      const u32 r = mul_shoup(from(i, k), c.hat_inverse[i], c.hat_inverse_shoup[i],
                               c.from[i].q);
       y[i] = r;
       overflow = __dadd_rn(overflow, __dmul_rn(static_cast<double>(r), c.inverse_double[i]));
@@ -73,7 +83,7 @@ __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c,
         if (i % 3 == 2 && i + 1 < na) acc = reduce(acc, b);  // three products keep the sum below 2^64
       }
     }
-    out[static_cast<std::size_t>(j) * n + k] = sub_mod(reduce(acc, b), c.overflow_mod_to[j * (na + 1) + v], b.q);
+    to(j, k) = sub_mod(reduce(acc, b), c.overflow_mod_to[j * (na + 1) + v], b.q);
   }
 }
 
@@ -94,23 +104,27 @@ __global__ void __launch_bounds__(block_threads) inner_product_kernel(InnerProdu
   const int key_limb = p.slot_primes[slot];
   const Prime m = p.primes[key_limb];
   const u32 index = p.galois_element ? automorphism_index(k, p.galois_element, log2_of(n)) : k;
-  const std::size_t limb = n;
+  const auto slots = static_cast<std::size_t>(p.slots);
+  const auto key_limbs = static_cast<std::size_t>(p.key_limbs);
+  const ConstComponents extended(p.extended, static_cast<std::size_t>(p.digits), slots, n);
+  // The key's digits, each a (b, a) pair of key_limbs limbs.
+  const ::cuda::std::mdspan<const u32, ::cuda::std::dextents<std::size_t, 4>> key(
+      p.key, static_cast<std::size_t>(p.first_digit + p.digits), 2, key_limbs, n);
   std::uint64_t sum0 = 0, sum1 = 0;
   for (int j = 0; j < p.digits; ++j) {
     const int position = position_in_digit(slot, p.digit_begin[j], p.digit_end[j], p.slots);
-    const u32 x = p.extended[(static_cast<std::size_t>(j) * p.slots + position) * limb + index];
-    const std::size_t key_digit = static_cast<std::size_t>(p.first_digit + j) * 2 * p.key_limbs;
-    const u32 kb = p.key[(key_digit + key_limb) * limb + k];
-    const u32 ka = p.key[(key_digit + p.key_limbs + key_limb) * limb + k];
-    sum0 += static_cast<std::uint64_t>(x) * kb;
-    sum1 += static_cast<std::uint64_t>(x) * ka;
+    const u32 x = extended(j, position, index);
+    const int key_digit = p.first_digit + j;
+    sum0 += static_cast<std::uint64_t>(x) * key(key_digit, 0, key_limb, k);
+    sum1 += static_cast<std::uint64_t>(x) * key(key_digit, 1, key_limb, k);
     if (j % 3 == 2) {
       sum0 = reduce(sum0, m);
       sum1 = reduce(sum1, m);
     }
   }
-  p.accumulators[static_cast<std::size_t>(slot) * limb + k] = reduce(sum0, m);
-  p.accumulators[(static_cast<std::size_t>(p.slots) + slot) * limb + k] = reduce(sum1, m);
+  const Components accumulators(p.accumulators, 2, slots, n);
+  accumulators(0, slot, k) = reduce(sum0, m);
+  accumulators(1, slot, k) = reduce(sum1, m);
 }
 
 __global__ void __launch_bounds__(block_threads)
@@ -119,13 +133,14 @@ __global__ void __launch_bounds__(block_threads)
   if (k >= n) return;
   const int i = static_cast<int>(blockIdx.y);
   const u32 q = primes[i].q;
-  const std::size_t at = static_cast<std::size_t>(i) * n + k;
-  u32 r = mul_shoup(d.x[at] - d.y[at] + q, w.w[i], w.w_shoup[i], q);  // x - y + q < 2q
+  const auto limbs = static_cast<std::size_t>(d.limbs);
+  const ConstLimbs x(d.x, limbs, n), y(d.y, limbs, n);
+  u32 r = mul_shoup(x(i, k) - y(i, k) + q, w.w[i], w.w_shoup[i], q);  // x - y + q < 2q
   if (d.add) {
     const u32 index = d.galois_element ? automorphism_index(k, d.galois_element, log2_of(n)) : k;
-    r = add_mod(r, d.add[static_cast<std::size_t>(i) * n + index], q);
+    r = add_mod(r, ConstLimbs(d.add, limbs, n)(i, index), q);
   }
-  d.out[at] = r;
+  Limbs(d.out, limbs, n)(i, k) = r;
 }
 
 __global__ void __launch_bounds__(block_threads)
@@ -136,11 +151,13 @@ __global__ void __launch_bounds__(block_threads)
   const int i = static_cast<int>(blockIdx.y) % r.out_limbs;
   const u32 q = primes[i].q;
   const int source = r.source[i];
-  const u32 x = source < 0 ? 0
-                           : mul_shoup(r.a[(static_cast<std::size_t>(c) * r.a_limbs + source) * n + k], added.w[i],
-                                       added.w_shoup[i], q);
-  const u32 y = r.converted[(static_cast<std::size_t>(c) * r.out_limbs + i) * n + k];
-  r.out[(static_cast<std::size_t>(c) * r.out_limbs + i) * n + k] = mul_shoup(x - y + q, w.w[i], w.w_shoup[i], q);
+  const auto components = static_cast<std::size_t>(r.components);
+  const ConstComponents a(r.a, components, static_cast<std::size_t>(r.a_limbs), n);
+  const ConstComponents converted(r.converted, components, static_cast<std::size_t>(r.out_limbs), n);
+  const u32 x = source < 0 ? 0 : mul_shoup(a(c, source, k), added.w[i], added.w_shoup[i], q);
+  const u32 y = converted(c, i, k);
+  Components(r.out, components, static_cast<std::size_t>(r.out_limbs), n)(c, i, k) =
+      mul_shoup(x - y + q, w.w[i], w.w_shoup[i], q);
 }
 
 }  // namespace
