@@ -47,6 +47,7 @@ std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Cip
   out.push_back(e.to_ntt(coefficients));
   out.push_back(e.drop_to_level(times, 1));
   out.push_back(e.negate(e.drop_to_level(scaled, 0)));
+  out.push_back(e.mod_raise(e.drop_to_level(scaled, 0)));  // bootstrapping's first step, on the device
   return out;
 }
 
@@ -138,8 +139,9 @@ TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   expect_replays_bit_for_bit(small_params(12, 4, 2), 7);
 }
 
-// The 32-bit word family: its key switches (several kernels and copies) and
-// rescales by several primes inside one graph.
+// The 32-bit word family: its key switches (several kernels and copies),
+// rescales by several primes and ModRaise of a two-prime level 0 inside one
+// graph.
 TEST(CudaCapture, The32BitWordFamilyReplaysBitForBit) {
   REQUIRE_GPU();
   expect_replays_bit_for_bit(small_int32_params(12), 8);

@@ -3,9 +3,10 @@
 # tests under compute-sanitizer (memcheck on every test but the
 # out-of-memory one, racecheck on two shapes; racecheck-all on every test)
 # and the benchmark, writing logs to OUT.
-#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|int32|graph|runtime|pipelines|bootstrap|plugin|accuracy|client-server ...]
+#   backends/cuda/scripts/device_check.sh BUNDLE OUT [tests|sanitize|racecheck-all|bench|int32|int32-ab|int32-profile|graph|runtime|pipelines|bootstrap|plugin|accuracy|client-server ...]
 # BUNDLE is a folder made by ../shared/tools/bundle-binaries from a build
-# folder configured with -DFHELIUM_BUILD_CUDA=ON.
+# folder configured with -DFHELIUM_BUILD_CUDA=ON. int32-ab compares this
+# bundle's cuda plugin with the plugin folder BASELINE_PLUGINS (another build).
 set -u
 bundle=$1
 out=$2
@@ -232,11 +233,10 @@ for step in $steps; do
         rotate rotate_hoisted_8 --runs 100 --warmup 10 > "$out/int32-bench.json" 2>> "$out/int32-bench.log"
       echo "int32 bench rc=$?"
       # Bootstrapping in the family (wide levels): residues against cpu with
-      # the same keys and input, and the timings. Eager only: ModRaise goes
-      # through the host, which a GraphProgram capture refuses.
+      # the same keys and input, and the timings, eager and replayed.
       for log_n in 13 16; do
         FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 300 "$bundle/apps/fhelium-bench-bootstrap" \
-          --backend cuda --word-bits 32 --log-n "$log_n" --runs 5 --warmup 1 --against-cpu --no-graph \
+          --backend cuda --word-bits 32 --log-n "$log_n" --runs 5 --warmup 1 --against-cpu \
           > "$out/int32-bootstrap-$log_n.json" 2>> "$out/int32-bootstrap.log"
         echo "int32 bootstrap 2^$log_n against cpu rc=$?"
       done
@@ -248,6 +248,31 @@ for step in $steps; do
         --gtest_filter='*N12_W32_at7:*levels7_int32_at7:*Ntt32*N65536' > "$out/int32_racecheck.log" 2>&1
       echo "int32 racecheck rc=$?"
       tail -3 "$out/int32_racecheck.log"
+      ;;
+    int32-ab)
+      # The family's operations with the baseline's plugins and this bundle's,
+      # alternating, twice each ($OUT/int32-ab-SIDE-ROUND.json).
+      for round in 1 2; do
+        for side in baseline this; do
+          plugins=$PWD/$bundle/lib/fhelium/plugins
+          [ "$side" = baseline ] && plugins=${BASELINE_PLUGINS:?int32-ab needs BASELINE_PLUGINS}
+          FHELIUM_BACKEND_PATH=$plugins timeout 120 "$bundle/apps/fhelium" bench --backend cuda \
+            --preset slots8192_scale40_levels7_int32 slots32768_scale40_levels34_int32 --ops rescale ntt_forward \
+            relinearize multiply_relinearize rotate rotate_hoisted_8 --runs 100 --warmup 10 \
+            > "$out/int32-ab-$side-$round.json" 2>> "$out/int32-ab.log"
+          echo "int32-ab $side round $round rc=$?"
+        done
+      done
+      ;;
+    int32-profile)
+      # Per-kernel durations of the family's key switch and rescale, one run each.
+      for preset in slots8192_scale40_levels7_int32 slots32768_scale40_levels34_int32; do
+        echo "== $preset kernel durations" >> "$out/int32-profile.csv"
+        FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 150 ncu --clock-control none \
+          --cache-control none --metrics gpu__time_duration.sum --csv "$bundle/apps/fhelium" bench --backend cuda \
+          --preset $preset --ops rescale relinearize --runs 1 --warmup 0 >> "$out/int32-profile.csv" 2>&1
+        echo "int32-profile $preset rc=$?"
+      done
       ;;
   esac
 done

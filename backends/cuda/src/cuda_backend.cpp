@@ -443,10 +443,16 @@ class CudaBackend final : public Backend {
   }
 
   void mod_raise(const BackendContext& bc, const PolyArg& out, const PolyArg& a) override {
-    const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
-    if (prepared && prepared->narrow()) return Backend::mod_raise(bc, out, a);  // through the host, as on cpu
     guarded("mod_raise", [&] {
       Op op(*this, bc, "mod_raise");
+      if (op.narrow) {  // level 0 of several primes, lifted by Garner's algorithm
+        const narrow::LevelZero& zero = op.narrow->level_zero();
+        op.require_shape(a, out.components, zero.count, "input");
+        if (zero.modulus == 0) throw BackendError("cuda mod_raise: level 0's modulus is 2^63 or more, expected less");
+        const narrow::Poly o = op.n32(op.out(out)), x = op.n32(op.in(a));
+        const narrow::Prime* primes = op.primes(out);
+        return op.issue([&] { narrow::mod_raise(op.stream(), op.n(), primes, zero, o, x); });
+      }
       op.require_shape(a, out.components, 1, "input");
       const kernels::Poly o = op.out(out), x = op.in(a);
       op.issue([&] { kernels::mod_raise(op.launch, o, x); });
@@ -850,18 +856,7 @@ class CudaBackend final : public Backend {
     const narrow::Prime* primes(const PolyArg& p) const { return narrow->primes() + narrow->first(level(p)); }
     // One residue per limb of p, with Shoup's constants modulo its primes.
     narrow::LimbConstants limb_constants(const PolyArg& p, std::span<const std::uint64_t> residues) const {
-      const int lv = level(p);
-      if (p.limbs > narrow::max_limbs) {
-        throw BackendError(std::string("cuda ") + what + ": " + std::to_string(p.limbs) + " limbs, expected at most " +
-                           std::to_string(narrow::max_limbs));
-      }
-      narrow::LimbConstants c{};
-      for (int i = 0; i < p.limbs; ++i) {
-        const auto q = static_cast<u32>(context.level_modulus(lv, i).value);
-        c.w[i] = static_cast<u32>(residues[static_cast<std::size_t>(i)]);
-        c.w_shoup[i] = shoup(c.w[i], q);
-      }
-      return c;
+      return narrow::limb_constants(context, level(p), residues.first(static_cast<std::size_t>(p.limbs)));
     }
 
     void require_residues(std::span<const std::uint64_t> residues, int limbs) const {

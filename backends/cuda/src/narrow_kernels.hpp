@@ -40,12 +40,41 @@ void copy_limbs(cudaStream_t stream, u32 n, Poly out, Poly a, int offset);
 // out(X) = in(X^g) on `limbs` limbs in the coefficient domain.
 void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const u32* in, u32* out, int limbs,
                          u32 galois_element);
-// out[k] = in[perm(k)] on `limbs` limbs in the NTT domain (X -> X^g).
-void permute(cudaStream_t stream, u32 n, const u32* in, u32* out, int limbs, u32 galois_element);
 // Basis conversion of `components` inputs (in + z in_stride, the converter's
 // from_count limbs each) to out + z out_stride (to_count limbs each).
 void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride, u32* out,
              std::size_t out_stride, int components);
+
+// The most digits one launch converts (their converters travel by value).
+constexpr int max_digits_per_launch = 16;
+
+// ModUp's conversions of several digits in one launch: digit j's limbs
+// [begin_j, begin_j + from_count) of `in` to the first to_count limbs of
+// out + j slots n (its targets).
+struct DigitConversion {
+  ConverterView converters[max_digits_per_launch];
+  int begin[max_digits_per_launch];
+  int digits;
+  int slots;  // limbs per digit of out
+  const u32* in;
+  u32* out;
+};
+void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args);
+
+// Every digit's own limbs [begin_j, end_j) of d (NTT domain), read through
+// X -> X^g when galois_element is not 0, to the last end_j - begin_j limbs of
+// digit j of `extended` (slots limbs each).
+struct OwnLimbs {
+  const u32* d;
+  u32* extended;
+  int digits;
+  int slots;
+  int max_own;  // the most limbs a digit owns
+  int begin[max_limbs];
+  int end[max_limbs];
+  u32 galois_element;
+};
+void own_limbs(cudaStream_t stream, u32 n, const OwnLimbs& args);
 
 // The key switch's inner product at one level.
 struct InnerProduct {
@@ -90,5 +119,17 @@ struct RescaleCombine {
 };
 void rescale_combine(cudaStream_t stream, u32 n, const Prime* primes, const RescaleCombine& args,
                      const LimbConstants& added, const LimbConstants& w);
+
+// ModRaise of a level 0 of several primes: each coefficient's integer in
+// (-Q_0 / 2, Q_0 / 2] by Garner's algorithm (Q_0 < 2^63), then its residue
+// modulo every prime of `out` (primes[i] for limb i), as Backend::mod_raise.
+constexpr int max_level_zero_primes = 4;
+struct LevelZero {
+  int count;
+  u32 q[max_level_zero_primes];
+  u32 garner[max_level_zero_primes];  // (q_0 .. q_(j-1))^-1 mod q_j
+  std::uint64_t modulus;              // Q_0
+};
+void mod_raise(cudaStream_t stream, u32 n, const Prime* primes, const LevelZero& zero, Poly out, Poly a);
 
 }  // namespace fhelium::cuda::narrow

@@ -1,5 +1,6 @@
 // Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
 // the cpu backend's 32-bit paths, residue for residue.
+#include <algorithm>
 #include <cuda/std/bit>
 #include <cuda/std/mdspan>
 
@@ -41,36 +42,26 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-__global__ void __launch_bounds__(block_threads) permute_kernel(const u32* in, u32* out, u32 n, u32 galois_element) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
-  if (k >= n) return;
-  const std::size_t limb = static_cast<std::size_t>(blockIdx.y) * n;
-  out[limb + k] = in[limb + automorphism_index(k, galois_element, log2_of(n))];
-}
-
-// Thread k of component blockIdx.z: the scaled residues y_i and the overflow
-// count v (the doubles summed in the cpu's order, no fused multiply-add),
-// then targets [8 blockIdx.y, 8 blockIdx.y + 8).
-__global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
-                                                                u32* out, std::size_t out_stride, u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
-  if (k >= n) return;
+// Thread k of one input: the scaled residues y_i and the overflow count v
+// (the doubles summed in the cpu's order, no fused multiply-add), then targets
+// [8 chunk, 8 chunk + 8).
+__device__ __forceinline__ void convert_residue(const ConverterView& c, const u32* in, u32* out, u32 n, u32 k,
+                                                int chunk) {
   const int na = c.from_count;
-  const ConstLimbs from(in + blockIdx.z * in_stride, static_cast<std::size_t>(na), n);
-  const Limbs to(out + blockIdx.z * out_stride, static_cast<std::size_t>(c.to_count), n);
+  const ConstLimbs from(in, static_cast<std::size_t>(na), n);
+  const Limbs to(out, static_cast<std::size_t>(c.to_count), n);
   u32 y[max_from_primes];
   double overflow = 0.0;
 #pragma unroll
   for (int i = 0; i < max_from_primes; ++i) {
     if (i < na) {
-      const u32 r = mul_shoup(from(i, k), c.hat_inverse[i], c.hat_inverse_shoup[i],
-                              c.from[i].q);
+      const u32 r = mul_shoup(from(i, k), c.hat_inverse[i], c.hat_inverse_shoup[i], c.from[i].q);
       y[i] = r;
       overflow = __dadd_rn(overflow, __dmul_rn(static_cast<double>(r), c.inverse_double[i]));
     }
   }
   const auto v = static_cast<u32>(__dadd_rn(overflow, 0.5));
-  const int first = static_cast<int>(blockIdx.y) * targets_per_block;
+  const int first = chunk * targets_per_block;
   const int last = min(first + targets_per_block, c.to_count);
   for (int j = first; j < last; ++j) {
     const Prime b = c.to[j];
@@ -85,6 +76,41 @@ __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c,
     }
     to(j, k) = sub_mod(reduce(acc, b), c.overflow_mod_to[j * (na + 1) + v], b.q);
   }
+}
+
+// Component blockIdx.z, targets of chunk blockIdx.y.
+__global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
+                                                                u32* out, std::size_t out_stride, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  convert_residue(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, k, static_cast<int>(blockIdx.y));
+}
+
+// Digit blockIdx.z, targets of chunk blockIdx.y (chunks past a digit's
+// targets return). The parameters stay in the constant bank (indexed at run
+// time, a by-value copy would go to local memory).
+__global__ void __launch_bounds__(block_threads) convert_digits_kernel(const __grid_constant__ DigitConversion p,
+                                                                       u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  const int j = static_cast<int>(blockIdx.z);
+  const ConverterView& c = p.converters[j];
+  if (k >= n || static_cast<int>(blockIdx.y) * targets_per_block >= c.to_count) return;
+  const std::size_t limb = n;
+  convert_residue(c, p.in + static_cast<std::size_t>(p.begin[j]) * limb,
+                  p.out + static_cast<std::size_t>(j) * static_cast<std::size_t>(p.slots) * limb, n, k,
+                  static_cast<int>(blockIdx.y));
+}
+
+// Limb blockIdx.y of digit blockIdx.z's own limbs.
+__global__ void __launch_bounds__(block_threads) own_limbs_kernel(const __grid_constant__ OwnLimbs p, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  const int j = static_cast<int>(blockIdx.z);
+  const int i = static_cast<int>(blockIdx.y);
+  const int own = p.end[j] - p.begin[j];
+  if (k >= n || i >= own) return;
+  const u32 index = p.galois_element ? automorphism_index(k, p.galois_element, log2_of(n)) : k;
+  const std::size_t to = static_cast<std::size_t>(j) * static_cast<std::size_t>(p.slots) + (p.slots - own + i);
+  p.extended[to * n + k] = p.d[static_cast<std::size_t>(p.begin[j] + i) * n + index];
 }
 
 // Where slot `slot` sits in an extended digit whose own limbs are [begin, end):
@@ -160,7 +186,38 @@ __global__ void __launch_bounds__(block_threads)
       mul_shoup(x - y + q, w.w[i], w.w_shoup[i], q);
 }
 
+// Coefficient blockIdx.x * block_threads + threadIdx.x of component blockIdx.y.
+__global__ void __launch_bounds__(block_threads)
+    mod_raise_kernel(const Prime* primes, LevelZero zero, Poly out, Poly a, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int c = static_cast<int>(blockIdx.y);
+  const ConstComponents in(a.data, static_cast<std::size_t>(a.components), static_cast<std::size_t>(a.limbs), n);
+  std::uint64_t x = 0, m = 1;
+  for (int j = 0; j < zero.count; ++j) {  // x < q_0 .. q_j after step j
+    const std::uint64_t q = zero.q[j];
+    const std::uint64_t difference = (in(c, j, k) + q - x % q) % q;
+    x += m * (difference * zero.garner[j] % q);
+    m *= q;
+  }
+  const auto q0 = static_cast<std::int64_t>(zero.modulus);
+  auto v = static_cast<std::int64_t>(x);
+  if (v > (q0 - 1) / 2) v -= q0;
+  const Components raised(out.data, static_cast<std::size_t>(out.components), static_cast<std::size_t>(out.limbs), n);
+  for (int i = 0; i < out.limbs; ++i) {
+    const auto q = static_cast<std::int64_t>(primes[i].q);
+    const std::int64_t r = v % q;
+    raised(c, i, k) = static_cast<u32>(r < 0 ? r + q : r);
+  }
+}
+
 }  // namespace
+
+void mod_raise(cudaStream_t stream, u32 n, const Prime* primes, const LevelZero& zero, Poly out, Poly a) {
+  mod_raise_kernel<<<grid_of(n, static_cast<unsigned>(out.components)), block_threads, 0, stream>>>(primes, zero, out,
+                                                                                                      a, n);
+  check_launch("narrow mod_raise");
+}
 
 void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const u32* in, u32* out, int limbs,
                          u32 galois_element) {
@@ -169,17 +226,28 @@ void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const 
   check_launch("narrow galois_coefficients");
 }
 
-void permute(cudaStream_t stream, u32 n, const u32* in, u32* out, int limbs, u32 galois_element) {
-  permute_kernel<<<grid_of(n, static_cast<unsigned>(limbs)), block_threads, 0, stream>>>(in, out, n, galois_element);
-  check_launch("narrow permute");
-}
-
 void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride,
              u32* out, std::size_t out_stride, int components) {
   const auto chunks = static_cast<unsigned>((converter.to_count + targets_per_block - 1) / targets_per_block);
   convert_kernel<<<grid_of(n, chunks, static_cast<unsigned>(components)), block_threads, 0, stream>>>(
       converter, in, in_stride, out, out_stride, n);
   check_launch("narrow convert");
+}
+
+void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args) {
+  int chunks = 0;
+  for (int j = 0; j < args.digits; ++j) {
+    chunks = std::max(chunks, (args.converters[j].to_count + targets_per_block - 1) / targets_per_block);
+  }
+  convert_digits_kernel<<<grid_of(n, static_cast<unsigned>(chunks), static_cast<unsigned>(args.digits)), block_threads,
+                          0, stream>>>(args, n);
+  check_launch("narrow convert_digits");
+}
+
+void own_limbs(cudaStream_t stream, u32 n, const OwnLimbs& args) {
+  own_limbs_kernel<<<grid_of(n, static_cast<unsigned>(args.max_own), static_cast<unsigned>(args.digits)),
+                     block_threads, 0, stream>>>(args, n);
+  check_launch("narrow own_limbs");
 }
 
 void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args) {

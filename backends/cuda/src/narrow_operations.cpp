@@ -1,5 +1,7 @@
 #include "narrow_operations.hpp"
 
+#include <algorithm>
+
 #include "cuda_check.hpp"
 
 namespace fhelium::cuda::narrow {
@@ -31,9 +33,13 @@ void rescale(const Site& s, int level, Poly out, Poly a) {
   // The dropped limbs of every component to the coefficient domain; the
   // conversion multiplies them by A.
   u32* lifted = t.lifted();
-  for (int c = 0; c < a.components; ++c) {
-    for (int d = 0; d < dropped; ++d) {
-      copy(s, lifted + limb_words(s, c * dropped + d), a.data + limb_words(s, c * a.limbs + r.dropped[d]), s.n);
+  if (r.dropped_contiguous) {
+    copy_limbs(s.stream, s.n, {lifted, a.components, dropped}, a, r.dropped.front());
+  } else {
+    for (int c = 0; c < a.components; ++c) {
+      for (int d = 0; d < dropped; ++d) {
+        copy(s, lifted + limb_words(s, c * dropped + d), a.data + limb_words(s, c * a.limbs + r.dropped[d]), s.n);
+      }
     }
   }
   t.ntt().inverse(lifted, a.components * dropped, s.stream, r.dropped_primes, dropped);
@@ -57,22 +63,30 @@ void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
                         galois_element);
     coefficients = t.rotated();
   }
-  for (int j = 0; j < ks.digits; ++j) {
-    const auto jj = static_cast<std::size_t>(j);
-    const int begin = ks.digit_begin[jj];
-    const int own = ks.digit_end[jj] - begin;
-    const int targets = ks.slots - own;
-    u32* digit = t.extended() + limb_words(s, j * ks.slots);
-    convert(s.stream, s.n, ks.mod_up[jj], coefficients + limb_words(s, begin), 0, digit, 0, 1);
-    // The digit's own limbs are d's, in the NTT domain (through X -> X^g).
-    u32* own_limbs = digit + limb_words(s, targets);
-    if (galois_element != 0) {
-      permute(s.stream, s.n, d + limb_words(s, begin), own_limbs, own, galois_element);
-    } else {
-      copy(s, own_limbs, d + limb_words(s, begin), limb_words(s, own));
+  // Every digit's targets in one launch (or a few, for many digits), its own
+  // limbs in one more, then one NTT over the targets of all of them.
+  for (int first = 0; first < ks.digits; first += max_digits_per_launch) {
+    DigitConversion conversion{};
+    conversion.digits = std::min(max_digits_per_launch, ks.digits - first);
+    conversion.slots = ks.slots;
+    conversion.in = coefficients;
+    conversion.out = t.extended() + limb_words(s, first * ks.slots);
+    for (int j = 0; j < conversion.digits; ++j) {
+      const auto jj = static_cast<std::size_t>(first + j);
+      conversion.converters[j] = ks.mod_up[jj];
+      conversion.begin[j] = ks.digit_begin[jj];
     }
-    t.ntt().forward(digit, targets, s.stream, ks.target_primes[jj], targets);
+    convert_digits(s.stream, s.n, conversion);
   }
+  // The digits' own limbs are d's, in the NTT domain (through X -> X^g).
+  OwnLimbs own{d, t.extended(), ks.digits, ks.slots, ks.max_own, {}, {}, galois_element};
+  for (int j = 0; j < ks.digits; ++j) {
+    own.begin[j] = ks.digit_begin[static_cast<std::size_t>(j)];
+    own.end[j] = ks.digit_end[static_cast<std::size_t>(j)];
+  }
+  own_limbs(s.stream, s.n, own);
+  const int extended_limbs = ks.digits * ks.slots;
+  t.ntt().forward(t.extended(), extended_limbs, s.stream, ks.extended_primes, extended_limbs);
 }
 
 void inner_product(const Site& s, int level, const u32* key, u32 galois_element) {
@@ -102,9 +116,10 @@ void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_gal
   const int specials = ks.slots - ks.q_limbs;
   const std::size_t accumulator = limb_words(s, ks.slots);
   u32* acc = t.accumulators();
-  for (int poly = 0; poly < 2; ++poly) {
-    t.ntt().inverse(acc + poly * accumulator + limb_words(s, ks.q_limbs), specials, s.stream, ks.p_primes, specials);
-  }
+  // Both accumulators' P limbs in one launch (the second's Q limbs between
+  // them are skipped).
+  t.ntt().inverse(acc + limb_words(s, ks.q_limbs), ks.slots + specials, s.stream, ks.accumulator_primes,
+                  ks.slots + specials);
   u32* converted = t.converted();
   const std::size_t q_words = limb_words(s, ks.q_limbs);
   convert(s.stream, s.n, ks.mod_down, acc + q_words, accumulator, converted, q_words, 2);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "fhelium/backend/modarith.hpp"
 #include "fhelium/backend/ntt32.hpp"
 #include "fhelium/context.hpp"
 #include "fhelium/error.hpp"
@@ -90,8 +91,29 @@ ConverterView view_of(const ConverterOffsets& o, const std::byte* base) {
           at<u32>(base, o.overflow_mod_to)};
 }
 
-// w_i and Shoup's constants modulo the primes of `level`'s limbs.
-LimbConstants limb_constants(const Context& c, int level, const std::vector<u64>& w) {
+// Level 0's primes and (q_0 .. q_(j-1))^-1 mod q_j, as Backend::mod_raise
+// lifts them; Q_0 < 2^63.
+LevelZero level_zero_of(const Context& c) {
+  LevelZero zero{};
+  zero.count = c.level_basis(0).count;
+  if (zero.count > max_level_zero_primes) {
+    throw BackendError("cuda prepare: level 0 has " + std::to_string(zero.count) + " primes, expected at most " +
+                       std::to_string(max_level_zero_primes) + " in 32-bit words");
+  }
+  u128 modulus = 1;
+  for (int j = 0; j < zero.count; ++j) {
+    const Modulus& q = c.level_modulus(0, j);
+    zero.q[j] = static_cast<u32>(q.value);
+    zero.garner[j] = j == 0 ? 1 : static_cast<u32>(inv_mod(static_cast<u64>(modulus % q.value), q));
+    modulus *= q.value;
+  }
+  zero.modulus = modulus >> 63 == 0 ? static_cast<std::uint64_t>(modulus) : 0;  // 0: refused by mod_raise
+  return zero;
+}
+
+}  // namespace
+
+LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w) {
   if (w.size() > static_cast<std::size_t>(max_limbs)) {
     throw BackendError("cuda: " + std::to_string(w.size()) + " limbs, expected at most " + std::to_string(max_limbs) +
                        " in 32-bit words");
@@ -105,8 +127,6 @@ LimbConstants limb_constants(const Context& c, int level, const std::vector<u64>
   return out;
 }
 
-}  // namespace
-
 Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) : key_limbs_(c.key_limbs()) {
   const std::size_t n = c.ring_degree();
   const int key_limbs = c.key_limbs();
@@ -119,6 +139,7 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
   std::vector<NttTable32> ntt_tables;
   for (int limb = 0; limb < key_limbs; ++limb) ntt_tables.emplace_back(c.ntt(limb));
   ntt_ = std::make_unique<DeviceNtt32>(ntt_tables);
+  level_zero_ = level_zero_of(c);
 
   Blob blob;
   std::vector<Prime> primes;
@@ -126,8 +147,7 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
   const std::size_t primes_at = blob.add(primes);
 
   struct LevelOffsets {
-    std::size_t level_primes, slot_primes, p_primes, dropped_primes = 0;
-    std::vector<std::size_t> target_primes;
+    std::size_t level_primes, slot_primes, extended_primes, accumulator_primes, dropped_primes = 0;
     std::vector<ConverterOffsets> mod_up;
     ConverterOffsets mod_down{};
     std::optional<ConverterOffsets> from_dropped;
@@ -140,13 +160,15 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
     const int slots = basis.count + c.special_count();
     LevelOffsets lo{};
     first_.push_back(basis.first);
-    std::vector<int> level_primes, slot_primes, p_primes;
+    std::vector<int> level_primes, slot_primes, extended_primes, accumulator_primes;
     for (int i = 0; i < basis.count; ++i) level_primes.push_back(c.key_limb(level, i));
     for (int s = 0; s < slots; ++s) slot_primes.push_back(c.key_limb(level, s));
-    for (int k = 0; k < c.special_count(); ++k) p_primes.push_back(q_count + k);
+    for (int k = 0; k < c.special_count(); ++k) accumulator_primes.push_back(q_count + k);
+    accumulator_primes.insert(accumulator_primes.end(), static_cast<std::size_t>(basis.count), -1);
+    for (int k = 0; k < c.special_count(); ++k) accumulator_primes.push_back(q_count + k);
     lo.level_primes = blob.add(level_primes);
     lo.slot_primes = blob.add(slot_primes);
-    lo.p_primes = blob.add(p_primes);
+    lo.accumulator_primes = blob.add(accumulator_primes);
 
     KeySwitchTables t;
     t.digits = ks.digits;
@@ -157,13 +179,15 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
       const auto [begin, end] = c.digit_limbs(level, j);
       t.digit_begin.push_back(begin);
       t.digit_end.push_back(end);
-      std::vector<int> targets;
+      t.max_own = std::max(t.max_own, end - begin);
+      // Digit j's targets (the limbs outside [begin, end)), then its own limbs.
       for (int s = 0; s < slots; ++s) {
-        if (s < begin || s >= end) targets.push_back(c.key_limb(level, s));
+        if (s < begin || s >= end) extended_primes.push_back(c.key_limb(level, s));
       }
-      lo.target_primes.push_back(blob.add(targets));
+      extended_primes.insert(extended_primes.end(), static_cast<std::size_t>(end - begin), -1);
       lo.mod_up.push_back(add_converter(blob, ks.mod_up[static_cast<std::size_t>(j)]));
     }
+    lo.extended_primes = blob.add(extended_primes);
     lo.mod_down = add_converter(blob, ks.mod_down);
     t.p_inverse = limb_constants(c, level, ks.p_inverse);
     key_switch_.push_back(std::move(t));
@@ -172,6 +196,10 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
     const RescaleLevel& rs = c.rescale(level);
     if (level > 0 && rs.from_dropped) {
       r.dropped = rs.dropped;
+      r.dropped_contiguous = true;
+      for (std::size_t d = 1; d < r.dropped.size(); ++d) {
+        r.dropped_contiguous = r.dropped_contiguous && r.dropped[d] == r.dropped[0] + static_cast<int>(d);
+      }
       std::vector<int> dropped_primes;
       for (int limb : rs.dropped) dropped_primes.push_back(c.key_limb(level, limb));
       lo.dropped_primes = blob.add(dropped_primes);
@@ -196,11 +224,9 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
     level_primes_.push_back(at<int>(base, lo.level_primes));
     KeySwitchTables& t = key_switch_[static_cast<std::size_t>(level)];
     t.slot_primes = at<int>(base, lo.slot_primes);
-    t.p_primes = at<int>(base, lo.p_primes);
-    for (std::size_t j = 0; j < lo.mod_up.size(); ++j) {
-      t.mod_up.push_back(view_of(lo.mod_up[j], base));
-      t.target_primes.push_back(at<int>(base, lo.target_primes[j]));
-    }
+    t.extended_primes = at<int>(base, lo.extended_primes);
+    t.accumulator_primes = at<int>(base, lo.accumulator_primes);
+    for (const ConverterOffsets& mod_up : lo.mod_up) t.mod_up.push_back(view_of(mod_up, base));
     t.mod_down = view_of(lo.mod_down, base);
     if (lo.from_dropped) {
       RescaleTables& r = rescale_[static_cast<std::size_t>(level)];

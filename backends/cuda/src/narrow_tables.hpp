@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "cuda_context.hpp"
@@ -24,23 +25,32 @@ struct KeySwitchTables {
   int q_limbs = 0;
   int slots = 0;                            // q_limbs + the P primes
   std::vector<int> digit_begin, digit_end;  // the level's limbs of digit j
+  int max_own = 0;                          // the most limbs a digit owns
   std::vector<ConverterView> mod_up;        // digit j -> its targets
-  std::vector<const int*> target_primes;    // key limbs of digit j's targets (device)
   ConverterView mod_down{};                 // P -> Q_l
   const int* slot_primes = nullptr;         // key limb of each slot (device)
-  const int* p_primes = nullptr;            // key limbs of the P primes (device)
+  // The extended digits' NTT map (device, digits x slots): a target's key
+  // limb, -1 for the digit's own limbs (already in the NTT domain).
+  const int* extended_primes = nullptr;
+  // The NTT map from the first accumulator's P limbs to the second's (device,
+  // slots + P): the P primes' key limbs, -1 for the second's Q limbs.
+  const int* accumulator_primes = nullptr;
   LimbConstants p_inverse{};                // [P^-1]_{q_i}
 };
 
 // Rescale from level l to l - 1 (RescaleLevel in 32-bit words).
 struct RescaleTables {
   std::vector<int> dropped;             // limbs of level l divided out
+  bool dropped_contiguous = false;      // dropped[d] = dropped[0] + d (copied out in one launch)
   const int* dropped_primes = nullptr;  // their key limbs (device)
   ConverterView from_dropped{};         // its hat_inverse times [A]_d: converts x A
   int source[max_limbs] = {};           // limb of level l with limb i's prime, or -1
   LimbConstants added{};                // [A]_{t}
   LimbConstants dropped_inverse{};      // [D^-1]_{t}
 };
+
+// w_i and Shoup's constants modulo the primes of `level`'s limbs (at most max_limbs).
+LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w);
 
 class Tables {
  public:
@@ -55,6 +65,8 @@ class Tables {
   const int* level_primes(int level) const { return level_primes_.at(static_cast<std::size_t>(level)); }
   const KeySwitchTables& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
   const RescaleTables& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
+  // Level 0's primes and Garner constants (ModRaise).
+  const LevelZero& level_zero() const { return level_zero_; }
 
   // Workspace for the top level (lower levels use a prefix of each part).
   u32* coefficients() const { return words(coefficients_); }  // Q limbs
@@ -78,6 +90,7 @@ class Tables {
   std::vector<const int*> level_primes_;
   std::vector<KeySwitchTables> key_switch_;
   std::vector<RescaleTables> rescale_;
+  LevelZero level_zero_{};
   DeviceAllocation coefficients_, rotated_, extended_, accumulators_, converted_, lifted_;
   std::size_t table_bytes_ = 0;
   std::size_t workspace_bytes_ = 0;

@@ -61,6 +61,8 @@ struct LimbPrimes {
   __device__ __forceinline__ int of(unsigned limb) const {
     return map ? map[limb % static_cast<unsigned>(period)] : static_cast<int>(limb % static_cast<unsigned>(primes));
   }
+  // A negative map entry leaves its limb as it is (a whole block returns).
+  __device__ __forceinline__ bool skips(unsigned limb) const { return of(limb) < 0; }
 };
 
 // Limb b's prime: tables of 4 x n words per prime, scalars (q, n^-1, Shoup) per prime.
@@ -76,6 +78,7 @@ __device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars,
 template <int N1, bool FORWARD>
 __global__ void __launch_bounds__(column_threads)
     columns(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
+  if (primes.skips(blockIdx.y)) return;
   const std::uint64_t tile = n / N1;
   const std::uint64_t c = blockIdx.x * static_cast<std::uint64_t>(column_threads) + threadIdx.x;
   const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
@@ -128,6 +131,7 @@ __global__ void __launch_bounds__(TILE / 4)
     tiles(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
   constexpr int log_tile = ::cuda::std::countr_zero(static_cast<unsigned>(TILE));
   __shared__ u32 s[TILE];
+  if (primes.skips(blockIdx.y)) return;
   const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
   u32* base = data + static_cast<std::size_t>(blockIdx.y) * n + static_cast<std::size_t>(blockIdx.x) * TILE;
   const int q = static_cast<int>(threadIdx.x);  // one quad of words per pass

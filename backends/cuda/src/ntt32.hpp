@@ -28,7 +28,8 @@ class DeviceNtt32 {
 
   // In place on `limbs` limbs of N words, values in [0, q) in and out;
   // ordered on `stream`. Limb b uses prime limb_primes[b % period] (a device
-  // array of table indices), or b % primes without one.
+  // array of table indices; a negative entry leaves limb b as it is), or
+  // b % primes without one.
   void forward(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
   void inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
 
