@@ -13,7 +13,6 @@ namespace fhelium::cuda::narrow {
 namespace {
 
 constexpr int block_threads = 256;
-constexpr int targets_per_block = 8;  // a block's threads recompute their scaled residues per 8 targets
 
 __device__ __forceinline__ int log2_of(u32 n) { return ::cuda::std::countr_zero(n); }  // n a power of two
 
@@ -42,48 +41,85 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// Thread k of one input: the scaled residues y_i and the overflow count v
-// (the doubles summed in the cpu's order, no fused multiply-add), then targets
-// [8 chunk, 8 chunk + 8).
-__device__ __forceinline__ void convert_residue(const ConverterView& c, const u32* in, u32* out, u32 n, u32 k,
-                                                int chunk) {
+// A conversion block: 2 x block_threads coefficients (two per thread, one
+// 8-byte load or store per limb) and 16 targets, whose constants it stages in
+// shared memory first. Each thread computes its scaled residues y_i and
+// overflow count v once per block (the doubles summed in the cpu's order,
+// no fused multiply-add).
+constexpr int targets_per_block = 16;
+constexpr u32 coefficients_per_block = 2 * block_threads;
+
+struct StagedTargets {
+  Prime to[targets_per_block];
+  u32 hat[targets_per_block * max_from_primes];              // [A/a_i]_{b_j} at j*|A|+i
+  u32 overflow[targets_per_block * (max_from_primes + 1)];  // [v A]_{b_j} at j*(|A|+1)+v
+};
+
+__device__ __forceinline__ u32 scaled_residue(const ConverterView& c, int i, u32 x, double& overflow) {
+  const u32 r = mul_shoup(x, c.hat_inverse[i], c.hat_inverse_shoup[i], c.from[i].q);
+  overflow = __dadd_rn(overflow, __dmul_rn(static_cast<double>(r), c.inverse_double[i]));
+  return r;
+}
+
+// Targets [16 chunk, 16 chunk + 16) of `in` (from_count limbs) into `out`
+// (to_count limbs), coefficients [2 threadIdx.x, +2) of block blockIdx.x.
+__device__ __forceinline__ void convert_block(const ConverterView& c, const u32* in, u32* out, u32 n, int chunk,
+                                              StagedTargets& staged) {
   const int na = c.from_count;
+  const int first = chunk * targets_per_block;
+  const int count = min(targets_per_block, c.to_count - first);
+  for (int t = static_cast<int>(threadIdx.x); t < count * na; t += block_threads) {
+    staged.hat[t] = c.hat_mod_to[first * na + t];
+  }
+  for (int t = static_cast<int>(threadIdx.x); t < count * (na + 1); t += block_threads) {
+    staged.overflow[t] = c.overflow_mod_to[first * (na + 1) + t];
+  }
+  if (static_cast<int>(threadIdx.x) < count) staged.to[threadIdx.x] = c.to[first + static_cast<int>(threadIdx.x)];
+  __syncthreads();
+  const u32 k = blockIdx.x * coefficients_per_block + 2 * threadIdx.x;
+  if (k >= n) return;
   const ConstLimbs from(in, static_cast<std::size_t>(na), n);
   const Limbs to(out, static_cast<std::size_t>(c.to_count), n);
-  u32 y[max_from_primes];
-  double overflow = 0.0;
+  u32 y0[max_from_primes], y1[max_from_primes];
+  double overflow0 = 0.0, overflow1 = 0.0;
 #pragma unroll
   for (int i = 0; i < max_from_primes; ++i) {
     if (i < na) {
-      const u32 r = mul_shoup(from(i, k), c.hat_inverse[i], c.hat_inverse_shoup[i], c.from[i].q);
-      y[i] = r;
-      overflow = __dadd_rn(overflow, __dmul_rn(static_cast<double>(r), c.inverse_double[i]));
+      const uint2 x = *reinterpret_cast<const uint2*>(&from(i, k));
+      y0[i] = scaled_residue(c, i, x.x, overflow0);
+      y1[i] = scaled_residue(c, i, x.y, overflow1);
     }
   }
-  const auto v = static_cast<u32>(__dadd_rn(overflow, 0.5));
-  const int first = chunk * targets_per_block;
-  const int last = min(first + targets_per_block, c.to_count);
-  for (int j = first; j < last; ++j) {
-    const Prime b = c.to[j];
-    const u32* hat = c.hat_mod_to + j * na;
-    std::uint64_t acc = 0;
+  const auto v0 = static_cast<u32>(__dadd_rn(overflow0, 0.5));
+  const auto v1 = static_cast<u32>(__dadd_rn(overflow1, 0.5));
+  for (int j = 0; j < count; ++j) {
+    const Prime b = staged.to[j];
+    const u32* hat = staged.hat + j * na;
+    std::uint64_t acc0 = 0, acc1 = 0;
 #pragma unroll
     for (int i = 0; i < max_from_primes; ++i) {
       if (i < na) {
-        acc += static_cast<std::uint64_t>(y[i]) * hat[i];
-        if (i % 3 == 2 && i + 1 < na) acc = reduce(acc, b);  // three products keep the sum below 2^64
+        const u32 h = hat[i];
+        acc0 += static_cast<std::uint64_t>(y0[i]) * h;
+        acc1 += static_cast<std::uint64_t>(y1[i]) * h;
+        if (i % 3 == 2 && i + 1 < na) {  // three products keep the sum below 2^64
+          acc0 = reduce(acc0, b);
+          acc1 = reduce(acc1, b);
+        }
       }
     }
-    to(j, k) = sub_mod(reduce(acc, b), c.overflow_mod_to[j * (na + 1) + v], b.q);
+    const u32* overflow = staged.overflow + j * (na + 1);
+    const uint2 r{sub_mod(reduce(acc0, b), overflow[v0], b.q), sub_mod(reduce(acc1, b), overflow[v1], b.q)};
+    *reinterpret_cast<uint2*>(&to(first + j, k)) = r;
   }
 }
 
 // Component blockIdx.z, targets of chunk blockIdx.y.
 __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
                                                                 u32* out, std::size_t out_stride, u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
-  if (k >= n) return;
-  convert_residue(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, k, static_cast<int>(blockIdx.y));
+  __shared__ StagedTargets staged;
+  convert_block(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, static_cast<int>(blockIdx.y),
+                staged);
 }
 
 // Digit blockIdx.z, targets of chunk blockIdx.y (chunks past a digit's
@@ -91,14 +127,13 @@ __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c,
 // time, a by-value copy would go to local memory).
 __global__ void __launch_bounds__(block_threads) convert_digits_kernel(const __grid_constant__ DigitConversion p,
                                                                        u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  __shared__ StagedTargets staged;
   const int j = static_cast<int>(blockIdx.z);
   const ConverterView& c = p.converters[j];
-  if (k >= n || static_cast<int>(blockIdx.y) * targets_per_block >= c.to_count) return;
-  const std::size_t limb = n;
-  convert_residue(c, p.in + static_cast<std::size_t>(p.begin[j]) * limb,
-                  p.out + static_cast<std::size_t>(j) * static_cast<std::size_t>(p.slots) * limb, n, k,
-                  static_cast<int>(blockIdx.y));
+  if (static_cast<int>(blockIdx.y) * targets_per_block >= c.to_count) return;  // the whole block
+  convert_block(c, p.in + static_cast<std::size_t>(p.begin[j]) * n,
+                p.out + static_cast<std::size_t>(j) * static_cast<std::size_t>(p.slots) * n, n,
+                static_cast<int>(blockIdx.y), staged);
 }
 
 // Limb blockIdx.y of digit blockIdx.z's own limbs.
@@ -194,11 +229,14 @@ __global__ void __launch_bounds__(block_threads)
   const int c = static_cast<int>(blockIdx.y);
   const ConstComponents in(a.data, static_cast<std::size_t>(a.components), static_cast<std::size_t>(a.limbs), n);
   std::uint64_t x = 0, m = 1;
-  for (int j = 0; j < zero.count; ++j) {  // x < q_0 .. q_j after step j
-    const std::uint64_t q = zero.q[j];
-    const std::uint64_t difference = (in(c, j, k) + q - x % q) % q;
-    x += m * (difference * zero.garner[j] % q);
-    m *= q;
+#pragma unroll  // the constants stay in registers
+  for (int j = 0; j < max_level_zero_primes; ++j) {  // x < q_0 .. q_j after step j
+    if (j < zero.count) {
+      const std::uint64_t q = zero.q[j];
+      const std::uint64_t difference = (in(c, j, k) + q - x % q) % q;
+      x += m * (difference * zero.garner[j] % q);
+      m *= q;
+    }
   }
   const auto q0 = static_cast<std::int64_t>(zero.modulus);
   auto v = static_cast<std::int64_t>(x);
@@ -229,7 +267,8 @@ void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const 
 void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride,
              u32* out, std::size_t out_stride, int components) {
   const auto chunks = static_cast<unsigned>((converter.to_count + targets_per_block - 1) / targets_per_block);
-  convert_kernel<<<grid_of(n, chunks, static_cast<unsigned>(components)), block_threads, 0, stream>>>(
+  const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, chunks, static_cast<unsigned>(components));
+  convert_kernel<<<grid, block_threads, 0, stream>>>(
       converter, in, in_stride, out, out_stride, n);
   check_launch("narrow convert");
 }
@@ -239,8 +278,9 @@ void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args) {
   for (int j = 0; j < args.digits; ++j) {
     chunks = std::max(chunks, (args.converters[j].to_count + targets_per_block - 1) / targets_per_block);
   }
-  convert_digits_kernel<<<grid_of(n, static_cast<unsigned>(chunks), static_cast<unsigned>(args.digits)), block_threads,
-                          0, stream>>>(args, n);
+  const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, static_cast<unsigned>(chunks),
+                  static_cast<unsigned>(args.digits));
+  convert_digits_kernel<<<grid, block_threads, 0, stream>>>(args, n);
   check_launch("narrow convert_digits");
 }
 
