@@ -1,6 +1,7 @@
 // Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
 // the cpu backend's 32-bit paths, residue for residue.
 #include <algorithm>
+#include <type_traits>
 #include <cuda/std/bit>
 #include <cuda/std/mdspan>
 
@@ -45,7 +46,8 @@ __global__ void __launch_bounds__(block_threads)
 // 8-byte load or store per limb) and 16 targets, whose constants it stages in
 // shared memory first. Each thread computes its scaled residues y_i and
 // overflow count v once per block (the doubles summed in the cpu's order,
-// no fused multiply-add).
+// no fused multiply-add). SOURCES, the most source primes of the launch,
+// bounds the unrolled loops (no steps issued past it).
 constexpr int targets_per_block = 16;
 constexpr u32 coefficients_per_block = 2 * block_threads;
 
@@ -63,6 +65,7 @@ __device__ __forceinline__ u32 scaled_residue(const ConverterView& c, int i, u32
 
 // Targets [16 chunk, 16 chunk + 16) of `in` (from_count limbs) into `out`
 // (to_count limbs), coefficients [2 threadIdx.x, +2) of block blockIdx.x.
+template <int SOURCES>
 __device__ __forceinline__ void convert_block(const ConverterView& c, const u32* in, u32* out, u32 n, int chunk,
                                               StagedTargets& staged) {
   const int na = c.from_count;
@@ -80,10 +83,10 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
   if (k >= n) return;
   const ConstLimbs from(in, static_cast<std::size_t>(na), n);
   const Limbs to(out, static_cast<std::size_t>(c.to_count), n);
-  u32 y0[max_from_primes], y1[max_from_primes];
+  u32 y0[SOURCES], y1[SOURCES];
   double overflow0 = 0.0, overflow1 = 0.0;
 #pragma unroll
-  for (int i = 0; i < max_from_primes; ++i) {
+  for (int i = 0; i < SOURCES; ++i) {
     if (i < na) {
       const uint2 x = *reinterpret_cast<const uint2*>(&from(i, k));
       y0[i] = scaled_residue(c, i, x.x, overflow0);
@@ -97,12 +100,13 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
     const u32* hat = staged.hat + j * na;
     std::uint64_t acc0 = 0, acc1 = 0;
 #pragma unroll
-    for (int i = 0; i < max_from_primes; ++i) {
+    for (int i = 0; i < SOURCES; ++i) {
       if (i < na) {
         const u32 h = hat[i];
         acc0 += static_cast<std::uint64_t>(y0[i]) * h;
         acc1 += static_cast<std::uint64_t>(y1[i]) * h;
-        if (i % 3 == 2 && i + 1 < na) {  // three products keep the sum below 2^64
+        // Four products of values below 2^31 - 1, on a sum below 2^31, stay below 2^64.
+        if (i % 4 == 3 && i + 1 < na) {
           acc0 = reduce(acc0, b);
           acc1 = reduce(acc1, b);
         }
@@ -115,23 +119,25 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
 }
 
 // Component blockIdx.z, targets of chunk blockIdx.y.
+template <int SOURCES>
 __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
                                                                 u32* out, std::size_t out_stride, u32 n) {
   __shared__ StagedTargets staged;
-  convert_block(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, static_cast<int>(blockIdx.y),
+  convert_block<SOURCES>(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, static_cast<int>(blockIdx.y),
                 staged);
 }
 
 // Digit blockIdx.z, targets of chunk blockIdx.y (chunks past a digit's
 // targets return). The parameters stay in the constant bank (indexed at run
 // time, a by-value copy would go to local memory).
+template <int SOURCES>
 __global__ void __launch_bounds__(block_threads) convert_digits_kernel(const __grid_constant__ DigitConversion p,
                                                                        u32 n) {
   __shared__ StagedTargets staged;
   const int j = static_cast<int>(blockIdx.z);
   const ConverterView& c = p.converters[j];
   if (static_cast<int>(blockIdx.y) * targets_per_block >= c.to_count) return;  // the whole block
-  convert_block(c, p.in + static_cast<std::size_t>(p.begin[j]) * n,
+  convert_block<SOURCES>(c, p.in + static_cast<std::size_t>(p.begin[j]) * n,
                 p.out + static_cast<std::size_t>(j) * static_cast<std::size_t>(p.slots) * n, n,
                 static_cast<int>(blockIdx.y), staged);
 }
@@ -249,6 +255,16 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+// Calls launch(integral_constant<int, S>) with the smallest S >= sources
+// (at most max_from_primes): the kernel instantiation for that many sources.
+template <int S = 1, class Launch>
+void with_sources(int sources, const Launch& launch) {
+  if constexpr (S < max_from_primes) {
+    if (sources > S) return with_sources<S + 1>(sources, launch);
+  }
+  launch(std::integral_constant<int, S>{});
+}
+
 }  // namespace
 
 void mod_raise(cudaStream_t stream, u32 n, const Prime* primes, const LevelZero& zero, Poly out, Poly a) {
@@ -268,8 +284,9 @@ void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u
              u32* out, std::size_t out_stride, int components) {
   const auto chunks = static_cast<unsigned>((converter.to_count + targets_per_block - 1) / targets_per_block);
   const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, chunks, static_cast<unsigned>(components));
-  convert_kernel<<<grid, block_threads, 0, stream>>>(
-      converter, in, in_stride, out, out_stride, n);
+  with_sources(converter.from_count, [&](auto sources) {
+    convert_kernel<sources()><<<grid, block_threads, 0, stream>>>(converter, in, in_stride, out, out_stride, n);
+  });
   check_launch("narrow convert");
 }
 
@@ -280,7 +297,9 @@ void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args) {
   }
   const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, static_cast<unsigned>(chunks),
                   static_cast<unsigned>(args.digits));
-  convert_digits_kernel<<<grid, block_threads, 0, stream>>>(args, n);
+  int sources = 0;
+  for (int j = 0; j < args.digits; ++j) sources = std::max(sources, args.converters[j].from_count);
+  with_sources(sources, [&](auto most) { convert_digits_kernel<most()><<<grid, block_threads, 0, stream>>>(args, n); });
   check_launch("narrow convert_digits");
 }
 
