@@ -1,14 +1,12 @@
 // Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
 // the cpu backend's 32-bit paths, residue for residue.
 #include <algorithm>
+#include <type_traits>
 #include <cuda/std/bit>
 #include <cuda/std/mdspan>
-#include <string>
-#include <type_traits>
 
 #include "automorphism.cuh"
 #include "cuda_check.hpp"
-#include "fhelium/error.hpp"
 #include "narrow_arith.cuh"
 #include "narrow_kernels.hpp"
 
@@ -257,14 +255,11 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-// Calls launch(integral_constant<int, S>) with the smallest S >= sources:
-// the kernel instantiation for that many sources.
+// Calls launch(integral_constant<int, S>) with the smallest S >= sources
+// (at most max_from_primes, which Tables refuses to exceed when it builds the
+// converters): the kernel instantiation for that many sources.
 template <int S = 1, class Launch>
 void with_sources(int sources, const Launch& launch) {
-  if (sources > max_from_primes) {  // the tables refuse such converters; a staged block would overflow
-    throw BackendError("cuda: a conversion from " + std::to_string(sources) + " primes, expected at most " +
-                       std::to_string(max_from_primes));
-  }
   if constexpr (S < max_from_primes) {
     if (sources > S) return with_sources<S + 1>(sources, launch);
   }
