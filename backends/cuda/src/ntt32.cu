@@ -1,15 +1,16 @@
+#include <cooperative_groups.h>
+
 #include <bit>
-#include <cuda/std/bit>
 #include <string>
 
+#include "cluster_entry.cuh"
 #include "cuda_check.hpp"
 #include "fhelium/error.hpp"
+#include "kernel_attributes.hpp"
 #include "ntt32.hpp"
 
 namespace fhelium::cuda {
 namespace {
-
-constexpr int column_threads = 128;
 
 struct Prime {
   u32 q;
@@ -27,31 +28,6 @@ __device__ __forceinline__ u32 below(u32 x, u32 bound) { return x >= bound ? x -
 // others below 4q, lazily. The outputs are the same residues.
 __device__ __forceinline__ bool is_wide(u32 q) { return q >= (u32{1} << 30); }
 
-__device__ __forceinline__ void forward_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
-  if (is_wide(q)) {
-    const u32 u = x;
-    const u32 v = below(mul_shoup_lazy(y, w, w_shoup, q), q);
-    x = below(u + v, q);
-    y = below(u - v + q, q);
-    return;
-  }
-  const u32 two_q = 2 * q;
-  const u32 u = below(x, two_q);
-  const u32 v = mul_shoup_lazy(y, w, w_shoup, q);
-  x = u + v;
-  y = u - v + two_q;
-}
-
-__device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
-  const bool wide = is_wide(q);
-  const u32 bound = wide ? q : 2 * q;
-  const u32 u = x;
-  const u32 v = y;
-  x = below(u + v, bound);
-  const u32 t = mul_shoup_lazy(u - v + bound, w, w_shoup, q);
-  y = wide ? below(t, q) : t;
-}
-
 // Which prime each limb (blockIdx.y) uses.
 struct LimbPrimes {
   int primes;             // all of them
@@ -65,222 +41,372 @@ struct LimbPrimes {
   __device__ __forceinline__ bool skips(unsigned limb) const { return of(limb) < 0; }
 };
 
-// Limb b's prime: tables of 4 x n words per prime, scalars (q, n^-1, Shoup) per prime.
-__device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars, std::uint64_t n, LimbPrimes primes,
-                                          bool forward) {
-  const int p = primes.of(blockIdx.y);
+// Limb blockIdx.y's prime: tables of 4 x n words per prime, scalars (q, n^-1, Shoup) per prime.
+__device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars, std::uint64_t n, int p, bool forward) {
   const u32* t = tables + static_cast<std::size_t>(p) * 4 * n + (forward ? 0 : 2 * n);
   return {scalars[3 * p], t, t + n};
 }
 
-// Stages of distance >= TILE (N1 rows of TILE words): thread c holds column c.
-// Forward: stages m = 1 .. N1/2; inverse: m = N1 .. 2, then times n^-1.
-template <int N1, bool FORWARD>
-__global__ void __launch_bounds__(column_threads)
-    columns(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
-  if (primes.skips(blockIdx.y)) return;
-  const std::uint64_t tile = n / N1;
-  const std::uint64_t c = blockIdx.x * static_cast<std::uint64_t>(column_threads) + threadIdx.x;
-  const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
-  u32* limb = data + static_cast<std::size_t>(blockIdx.y) * n;
-  u32 x[N1];
+__device__ __forceinline__ u32 reduce_from_4q(u32 v, u32 q) {
+  v = below(v, 2 * q);
+  return below(v, q);
+}
+
+// A limb of N = 8 x TILE words is transformed by a cluster of 8 blocks in one
+// launch: the 3 stages of distance >= TILE on columns of 8 words (block r
+// owns columns [r C, r C + C), C = TILE / 8), the log2(TILE) stages inside
+// tile r of TILE contiguous words in shared memory, and the words cross
+// between the two through distributed shared memory, so each word is read
+// from and written to global memory once.
+constexpr int cluster_blocks = 8;
+
+template <int LOG_N>
+struct ClusterShape {
+  static constexpr std::uint32_t n = 1u << LOG_N;
+  static constexpr int log_tile = LOG_N - 3;
+  static constexpr int tile = 1 << log_tile;
+  static constexpr int columns = tile / cluster_blocks;  // per block
+  static constexpr int threads = tile / 4 < 512 ? tile / 4 : 512;
+  static constexpr int quads = tile / 4 / threads;  // radix-4 groups per thread and pass
+  static constexpr int column_rounds = (columns + threads - 1) / threads;
+  static constexpr int smem_bytes = (tile + tile / 32) * static_cast<int>(sizeof(u32));
+  // Two blocks of 512 threads per SM (64 registers) up to N = 2^16; at 2^17
+  // (three blocks' shared memory per SM at most) 64 registers would spill.
+  static constexpr int min_blocks = threads == 512 && LOG_N <= 16 ? 2 : 1;
+};
+
+// Shared-memory slot of tile word i: one pad word after every 32, so the
+// radix-4 passes of distance 1 (four consecutive words per thread) hit
+// distinct banks.
+__device__ __forceinline__ u32 slot(u32 i) { return i + (i >> 5); }
+
+template <bool WIDE>
+__device__ __forceinline__ void forward_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
+  if constexpr (WIDE) {
+    const u32 u = x;
+    const u32 v = below(mul_shoup_lazy(y, w, w_shoup, q), q);
+    x = below(u + v, q);
+    y = below(u - v + q, q);
+  } else {
+    const u32 two_q = 2 * q;
+    const u32 u = below(x, two_q);
+    const u32 v = mul_shoup_lazy(y, w, w_shoup, q);
+    x = u + v;
+    y = u - v + two_q;
+  }
+}
+
+template <bool WIDE>
+__device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
+  const u32 bound = WIDE ? q : 2 * q;
+  const u32 u = x;
+  const u32 v = y;
+  x = below(u + v, bound);
+  const u32 t = mul_shoup_lazy(u - v + bound, w, w_shoup, q);
+  y = WIDE ? below(t, q) : t;
+}
+
+struct Root {
+  u32 w;
+  u32 w_shoup;
+};
+
+__device__ __forceinline__ Root root(const Prime& pr, std::uint32_t k) { return {__ldg(pr.roots + k), __ldg(pr.roots_shoup + k)}; }
+
+// Forward radix-4 pass over tile `rank`: stages of distance T and T / 2.
+// The twiddles load before the barrier that opens the pass. LAST (T == 2):
+// each thread's four words are consecutive; they leave reduced to [0, q)
+// straight to global memory, 16 bytes per thread.
+template <int LOG_N, int T, bool WIDE>
+__device__ __forceinline__ void forward_pass(u32* s, const Prime& pr, u32 rank, u32* tile_out) {
+  using S = ClusterShape<LOG_N>;
+  constexpr int t2 = T / 2;
+  constexpr std::uint32_t m = S::n / (2 * T);
+  Root wa[S::quads], wb0[S::quads], wb1[S::quads];
 #pragma unroll
-  for (int r = 0; r < N1; ++r) x[r] = limb[r * tile + c];
-  if constexpr (FORWARD) {
+  for (int u = 0; u < S::quads; ++u) {
+    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+    const u32 i = rank * (S::tile / (2 * T)) + g / t2;
+    wa[u] = root(pr, m + i);
+    wb0[u] = root(pr, 2 * m + 2 * i);
+    wb1[u] = root(pr, 2 * m + 2 * i + 1);
+  }
+  __syncthreads();
 #pragma unroll
-    for (int m = 1; m < N1; m <<= 1) {
-      const int rows = N1 / (2 * m);  // the distance in rows
+  for (int u = 0; u < S::quads; ++u) {
+    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+    const u32 k0 = 2 * (g / t2) * T + g % t2;
+    u32 x0 = s[slot(k0)], x1 = s[slot(k0 + t2)], x2 = s[slot(k0 + T)], x3 = s[slot(k0 + T + t2)];
+    forward_butterfly<WIDE>(x0, x2, wa[u].w, wa[u].w_shoup, pr.q);
+    forward_butterfly<WIDE>(x1, x3, wa[u].w, wa[u].w_shoup, pr.q);
+    forward_butterfly<WIDE>(x0, x1, wb0[u].w, wb0[u].w_shoup, pr.q);
+    forward_butterfly<WIDE>(x2, x3, wb1[u].w, wb1[u].w_shoup, pr.q);
+    if constexpr (T == 2) {
+      reinterpret_cast<uint4*>(tile_out)[g] =
+          make_uint4(reduce_from_4q(x0, pr.q), reduce_from_4q(x1, pr.q), reduce_from_4q(x2, pr.q), reduce_from_4q(x3, pr.q));
+    } else {
+      s[slot(k0)] = x0;
+      s[slot(k0 + t2)] = x1;
+      s[slot(k0 + T)] = x2;
+      s[slot(k0 + T + t2)] = x3;
+    }
+  }
+}
+
+template <int LOG_N, int T, bool WIDE>
+__device__ __forceinline__ void forward_passes(u32* s, const Prime& pr, u32 rank, u32* tile_out) {
+  forward_pass<LOG_N, T, WIDE>(s, pr, rank, tile_out);
+  if constexpr (T > 2) forward_passes<LOG_N, T / 4, WIDE>(s, pr, rank, tile_out);
+}
+
+template <int LOG_N, bool WIDE>
+__device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr, u32* s) {
+  using S = ClusterShape<LOG_N>;
+  constexpr int C = S::columns;
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  Root w[cluster_blocks];  // roots 1..7: the column stages
+#pragma unroll
+  for (int m = 1; m < cluster_blocks; ++m) w[m] = root(pr, static_cast<u32>(m));
+  u32 x[S::column_rounds][cluster_blocks];
+#pragma unroll
+  for (int c = 0; c < S::column_rounds; ++c) {
+    const u32 j = threadIdx.x + static_cast<u32>(c * S::threads);
+    if (j >= C) break;
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) x[c][k] = limb[k * S::tile + rank * C + j];
+  }
+#pragma unroll
+  for (int c = 0; c < S::column_rounds; ++c) {
+    if (threadIdx.x + static_cast<u32>(c * S::threads) >= C) break;
+#pragma unroll
+    for (int m = 1; m < cluster_blocks; m <<= 1) {
+      const int rows = cluster_blocks / (2 * m);
 #pragma unroll
       for (int i = 0; i < m; ++i) {
-        const u32 w = __ldg(pr.roots + m + i), ws = __ldg(pr.roots_shoup + m + i);
 #pragma unroll
-        for (int j = 0; j < rows; ++j) forward_butterfly(x[2 * i * rows + j], x[2 * i * rows + j + rows], w, ws, pr.q);
+        for (int r = 0; r < rows; ++r) {
+          forward_butterfly<WIDE>(x[c][2 * i * rows + r], x[c][2 * i * rows + r + rows], w[m + i].w, w[m + i].w_shoup,
+                                  pr.q);
+        }
       }
+    }
+  }
+  wait_for_cluster_entry();
+  // Word k of column rank C + j is word rank C + j of tile k.
+#pragma unroll
+  for (int c = 0; c < S::column_rounds; ++c) {
+    const u32 j = threadIdx.x + static_cast<u32>(c * S::threads);
+    if (j >= C) break;
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s, k)[slot(rank * C + j)] = x[c][k];
+  }
+  cluster.sync();  // every tile is complete; no remote access follows
+  u32* tile_out = limb + rank * S::tile;
+  if constexpr (S::log_tile % 2 == 1) {  // the stage of distance TILE / 2 alone, then radix-4 passes
+    constexpr int half = S::tile / 2;
+    const Root r = root(pr, S::n / S::tile + rank);
+#pragma unroll
+    for (int u = 0; u < 2 * S::quads; ++u) {
+      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+      u32 a = s[slot(g)], b = s[slot(g + half)];
+      forward_butterfly<WIDE>(a, b, r.w, r.w_shoup, pr.q);
+      s[slot(g)] = a;
+      s[slot(g + half)] = b;
+    }
+    forward_passes<LOG_N, S::tile / 4, WIDE>(s, pr, rank, tile_out);
+  } else {
+    forward_passes<LOG_N, S::tile / 2, WIDE>(s, pr, rank, tile_out);
+  }
+}
+
+// Inverse radix-4 pass: stages of distance T and 2T. FIRST (T == 1): the
+// words come straight from global memory, 16 bytes per thread. The outputs
+// stay in `out` (the last pass's go to the owners of their columns).
+template <int LOG_N, int T, bool WIDE>
+__device__ __forceinline__ void inverse_pass(u32* s, const Prime& pr, u32 rank, const u32* tile_in,
+                                             u32 (&out)[ClusterShape<LOG_N>::quads][4]) {
+  using S = ClusterShape<LOG_N>;
+  constexpr std::uint32_t h = S::n / T / 2;
+  Root w0[S::quads], w1[S::quads], w[S::quads];
+#pragma unroll
+  for (int u = 0; u < S::quads; ++u) {
+    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+    const u32 i = rank * (S::tile / (4 * T)) + g / T;
+    w0[u] = root(pr, h + 2 * i);
+    w1[u] = root(pr, h + 2 * i + 1);
+    w[u] = root(pr, h / 2 + i);
+  }
+  if constexpr (T == 1) {
+#pragma unroll
+    for (int u = 0; u < S::quads; ++u) {
+      const uint4 v = reinterpret_cast<const uint4*>(tile_in)[threadIdx.x + static_cast<u32>(u * S::threads)];
+      out[u][0] = v.x;
+      out[u][1] = v.y;
+      out[u][2] = v.z;
+      out[u][3] = v.w;
+    }
+  } else {
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < S::quads; ++u) {
+      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+      const u32 k0 = 4 * (g / T) * T + g % T;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[u][e] = s[slot(k0 + e * T)];
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < S::quads; ++u) {
+    inverse_butterfly<WIDE>(out[u][0], out[u][1], w0[u].w, w0[u].w_shoup, pr.q);
+    inverse_butterfly<WIDE>(out[u][2], out[u][3], w1[u].w, w1[u].w_shoup, pr.q);
+    inverse_butterfly<WIDE>(out[u][0], out[u][2], w[u].w, w[u].w_shoup, pr.q);
+    inverse_butterfly<WIDE>(out[u][1], out[u][3], w[u].w, w[u].w_shoup, pr.q);
+  }
+  if constexpr (4 * T < S::tile) {  // not the last pass: back to shared memory
+#pragma unroll
+    for (int u = 0; u < S::quads; ++u) {
+      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+      const u32 k0 = 4 * (g / T) * T + g % T;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[slot(k0 + e * T)] = out[u][e];
+    }
+  }
+}
+
+template <int LOG_N, int T, bool WIDE>
+__device__ __forceinline__ void inverse_passes(u32* s, const Prime& pr, u32 rank, const u32* tile_in,
+                                               u32 (&out)[ClusterShape<LOG_N>::quads][4]) {
+  inverse_pass<LOG_N, T, WIDE>(s, pr, rank, tile_in, out);
+  if constexpr (4 * T * 4 <= ClusterShape<LOG_N>::tile) inverse_passes<LOG_N, 4 * T, WIDE>(s, pr, rank, tile_in, out);
+}
+
+template <int LOG_N, bool WIDE>
+__device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr, u32 inv_n, u32 inv_n_shoup, u32* s) {
+  using S = ClusterShape<LOG_N>;
+  constexpr int C = S::columns;
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const u32 rank = cluster.block_rank();
+  u32 out[S::quads][4];
+  inverse_passes<LOG_N, 1, WIDE>(s, pr, rank, limb + rank * S::tile, out);
+  // The tile's words after its last stage (word i in out, at positions
+  // given below), before they leave for the owners of their columns.
+  u32 words[4 * S::quads];
+  u32 positions[4 * S::quads];
+  if constexpr (S::log_tile % 2 == 1) {  // the stage of distance TILE / 2 alone
+    constexpr int half = S::tile / 2;
+    static_assert(4 * (S::tile / 8) < S::tile);  // so the last radix-4 pass left its words in shared memory
+    const Root r = root(pr, S::n / S::tile + rank);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < 2 * S::quads; ++u) {
+      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+      u32 a = s[slot(g)], b = s[slot(g + half)];
+      inverse_butterfly<WIDE>(a, b, r.w, r.w_shoup, pr.q);
+      words[2 * u] = a;
+      positions[2 * u] = g;
+      words[2 * u + 1] = b;
+      positions[2 * u + 1] = g + half;
     }
   } else {
 #pragma unroll
-    for (int m = N1; m >= 2; m >>= 1) {
+    for (int u = 0; u < S::quads; ++u) {  // the last pass had distance TILE / 4: k0 = g
+      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        words[4 * u + e] = out[u][e];
+        positions[4 * u + e] = g + static_cast<u32>(e * (S::tile / 4));
+      }
+    }
+  }
+  cluster.sync();  // every block has read its own tile: the buffers are free
+  // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
+#pragma unroll
+  for (int k = 0; k < 4 * S::quads; ++k) {
+    const u32 i = positions[k];
+    cluster.map_shared_rank(s, i / C)[slot(rank * C + i % C)] = words[k];
+  }
+  cluster.sync();  // the rows are complete; no remote access follows
+  Root w[cluster_blocks];  // inverse roots 1..7: the column stages
+#pragma unroll
+  for (int m = 1; m < cluster_blocks; ++m) w[m] = root(pr, static_cast<u32>(m));
+#pragma unroll
+  for (int c = 0; c < S::column_rounds; ++c) {
+    const u32 j = threadIdx.x + static_cast<u32>(c * S::threads);
+    if (j >= C) break;
+    u32 x[cluster_blocks];
+#pragma unroll
+    for (int k = 0; k < cluster_blocks; ++k) x[k] = s[slot(k * C + j)];
+#pragma unroll
+    for (int m = cluster_blocks; m >= 2; m >>= 1) {
       const int h = m / 2;
-      const int rows = N1 / m;
+      const int rows = cluster_blocks / m;
 #pragma unroll
       for (int i = 0; i < h; ++i) {
-        const u32 w = __ldg(pr.roots + h + i), ws = __ldg(pr.roots_shoup + h + i);
 #pragma unroll
-        for (int j = 0; j < rows; ++j) inverse_butterfly(x[2 * i * rows + j], x[2 * i * rows + j + rows], w, ws, pr.q);
+        for (int r = 0; r < rows; ++r) {
+          inverse_butterfly<WIDE>(x[2 * i * rows + r], x[2 * i * rows + r + rows], w[h + i].w, w[h + i].w_shoup, pr.q);
+        }
       }
     }
-    const int p = primes.of(blockIdx.y);
-    const u32 inv_n = scalars[3 * p + 1], inv_n_shoup = scalars[3 * p + 2];
 #pragma unroll
-    for (int r = 0; r < N1; ++r) {
-      const u32 v = mul_shoup_lazy(x[r], inv_n, inv_n_shoup, pr.q);
-      x[r] = v >= pr.q ? v - pr.q : v;
+    for (int k = 0; k < cluster_blocks; ++k) {
+      limb[k * S::tile + rank * C + j] = below(mul_shoup_lazy(x[k], inv_n, inv_n_shoup, pr.q), pr.q);
     }
   }
-#pragma unroll
-  for (int r = 0; r < N1; ++r) limb[r * tile + c] = x[r];
 }
 
-// Stages of distance < TILE inside tile blockIdx.x, in shared memory, two
-// stages per pass (each thread takes four words) with the distances known
-// at compile time. Forward: distances TILE/2 .. 1, then the reduction from
-// [0, 4q); inverse: 1 .. TILE/2 (the columns kernel follows), times n^-1
-// when the tile is the whole limb.
-template <int TILE, bool FORWARD>
-__global__ void __launch_bounds__(TILE / 4)
-    tiles(u32* data, std::uint64_t n, const u32* tables, const u32* scalars, LimbPrimes primes) {
-  constexpr int log_tile = ::cuda::std::countr_zero(static_cast<unsigned>(TILE));
-  __shared__ u32 s[TILE];
-  if (primes.skips(blockIdx.y)) return;
-  const Prime pr = prime_of(tables, scalars, n, primes, FORWARD);
-  u32* base = data + static_cast<std::size_t>(blockIdx.y) * n + static_cast<std::size_t>(blockIdx.x) * TILE;
-  const int q = static_cast<int>(threadIdx.x);  // one quad of words per pass
-#pragma unroll
-  for (int r = 0; r < 4; ++r) s[q + r * (TILE / 4)] = base[q + r * (TILE / 4)];
-  __syncthreads();
-  const auto root = [&](std::uint64_t k, u32& w, u32& w_shoup) {
-    w = __ldg(pr.roots + k);
-    w_shoup = __ldg(pr.roots_shoup + k);
-  };
+template <int LOG_N, bool FORWARD>
+__global__ void __cluster_dims__(cluster_blocks, 1, 1)
+    __launch_bounds__(ClusterShape<LOG_N>::threads, ClusterShape<LOG_N>::min_blocks)
+        transform_cluster(u32* data, const u32* tables, const u32* scalars, LimbPrimes primes) {
+  using S = ClusterShape<LOG_N>;
+  extern __shared__ u32 s[];
+  if (primes.skips(blockIdx.y)) return;  // the whole cluster
+  const int p = primes.of(blockIdx.y);
+  const Prime pr = prime_of(tables, scalars, S::n, p, FORWARD);
+  u32* limb = data + static_cast<std::size_t>(blockIdx.y) * S::n;
   if constexpr (FORWARD) {
-    if constexpr (log_tile % 2 == 1) {  // one stage of distance TILE/2 first
-      constexpr int t = TILE / 2;
-      u32 w, ws;
-      root(n / (2 * t) + blockIdx.x, w, ws);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) forward_butterfly(s[q + r * (TILE / 4)], s[q + r * (TILE / 4) + t], w, ws, pr.q);
-      __syncthreads();
-    }
-#pragma unroll
-    for (int t = log_tile % 2 ? TILE / 4 : TILE / 2; t >= 2; t /= 4) {
-      const int t2 = t / 2;
-      const int ii = q / t2, j = q % t2;
-      const int k0 = 2 * ii * t + j;
-      const std::uint64_t m = n / (2 * t);
-      const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(TILE / (2 * t)) + ii;
-      u32 wa, wa_s, wb0, wb0_s, wb1, wb1_s;
-      root(m + i, wa, wa_s);
-      root(2 * m + 2 * i, wb0, wb0_s);
-      root(2 * m + 2 * i + 1, wb1, wb1_s);
-      u32 x0 = s[k0], x1 = s[k0 + t2], x2 = s[k0 + t], x3 = s[k0 + t + t2];
-      forward_butterfly(x0, x2, wa, wa_s, pr.q);
-      forward_butterfly(x1, x3, wa, wa_s, pr.q);
-      forward_butterfly(x0, x1, wb0, wb0_s, pr.q);
-      forward_butterfly(x2, x3, wb1, wb1_s, pr.q);
-      s[k0] = x0;
-      s[k0 + t2] = x1;
-      s[k0 + t] = x2;
-      s[k0 + t + t2] = x3;
-      __syncthreads();
-    }
-    const u32 two_q = 2 * pr.q;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      u32 v = s[q + r * (TILE / 4)];
-      v = v >= two_q ? v - two_q : v;
-      base[q + r * (TILE / 4)] = v >= pr.q ? v - pr.q : v;
+    arrive_on_entry();
+    if (is_wide(pr.q)) {
+      forward_cluster_body<LOG_N, true>(limb, pr, s);
+    } else {
+      forward_cluster_body<LOG_N, false>(limb, pr, s);
     }
   } else {
-#pragma unroll
-    for (int t = 1; t <= TILE / 4; t *= 4) {
-      const int ii = q / t, j = q % t;
-      const int k0 = 4 * ii * t + j;
-      const std::uint64_t h = n / t / 2;
-      const std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(TILE / (4 * t)) + ii;
-      u32 w0, w0_s, w1, w1_s, w, w_s;
-      root(h + 2 * i, w0, w0_s);
-      root(h + 2 * i + 1, w1, w1_s);
-      root(h / 2 + i, w, w_s);
-      u32 x0 = s[k0], x1 = s[k0 + t], x2 = s[k0 + 2 * t], x3 = s[k0 + 3 * t];
-      inverse_butterfly(x0, x1, w0, w0_s, pr.q);
-      inverse_butterfly(x2, x3, w1, w1_s, pr.q);
-      inverse_butterfly(x0, x2, w, w_s, pr.q);
-      inverse_butterfly(x1, x3, w, w_s, pr.q);
-      s[k0] = x0;
-      s[k0 + t] = x1;
-      s[k0 + 2 * t] = x2;
-      s[k0 + 3 * t] = x3;
-      __syncthreads();
-    }
-    if constexpr (log_tile % 2 == 1) {  // the stage of distance TILE/2 last
-      constexpr int t = TILE / 2;
-      u32 w, ws;
-      root(n / (2 * t) + blockIdx.x, w, ws);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) inverse_butterfly(s[q + r * (TILE / 4)], s[q + r * (TILE / 4) + t], w, ws, pr.q);
-      __syncthreads();
-    }
-    const bool whole_limb = n == TILE;
-    const int prime = primes.of(blockIdx.y);
-    const u32 inv_n = scalars[3 * prime + 1], inv_n_shoup = scalars[3 * prime + 2];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      u32 v = s[q + r * (TILE / 4)];
-      if (whole_limb) {
-        v = mul_shoup_lazy(v, inv_n, inv_n_shoup, pr.q);
-        v = v >= pr.q ? v - pr.q : v;
-      }
-      base[q + r * (TILE / 4)] = v;
+    const u32 inv_n = scalars[3 * p + 1], inv_n_shoup = scalars[3 * p + 2];
+    if (is_wide(pr.q)) {
+      inverse_cluster_body<LOG_N, true>(limb, pr, inv_n, inv_n_shoup, s);
+    } else {
+      inverse_cluster_body<LOG_N, false>(limb, pr, inv_n, inv_n_shoup, s);
     }
   }
 }
 
-template <int TILE, bool FORWARD>
-void launch_tiles(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
-                  cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(n / TILE), static_cast<unsigned>(limbs));
-  tiles<TILE, FORWARD><<<grid, TILE / 4, 0, stream>>>(data, n, tables, scalars, primes);
-  check_launch("ntt32 tiles");
-}
-
-template <int N1, bool FORWARD>
-void launch_columns(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
+template <int LOG_N, bool FORWARD>
+void launch_cluster(u32* data, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
                     cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(n / N1 / column_threads), static_cast<unsigned>(limbs));
-  columns<N1, FORWARD><<<grid, column_threads, 0, stream>>>(data, n, tables, scalars, primes);
-  check_launch("ntt32 columns");
+  using S = ClusterShape<LOG_N>;
+  const auto kernel = transform_cluster<LOG_N, FORWARD>;
+  allow_dynamic_smem_bytes(reinterpret_cast<const void*>(kernel), S::smem_bytes);
+  kernel<<<dim3(cluster_blocks, static_cast<unsigned>(limbs)), S::threads, S::smem_bytes, stream>>>(data, tables,
+                                                                                                    scalars, primes);
+  check_launch("ntt32 cluster");
 }
 
 template <bool FORWARD>
 void transform(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
                cudaStream_t stream) {
-  const auto run = [&](auto tile_constant, auto rows_constant) {
-    constexpr int tile = decltype(tile_constant)::value;
-    constexpr int rows = decltype(rows_constant)::value;
-    if constexpr (rows == 1) {
-      launch_tiles<tile, FORWARD>(data, n, limbs, tables, scalars, primes, stream);
-    } else if constexpr (FORWARD) {
-      launch_columns<rows, true>(data, n, limbs, tables, scalars, primes, stream);
-      launch_tiles<tile, true>(data, n, limbs, tables, scalars, primes, stream);
-    } else {
-      launch_tiles<tile, false>(data, n, limbs, tables, scalars, primes, stream);
-      launch_columns<rows, false>(data, n, limbs, tables, scalars, primes, stream);
-    }
-  };
-  using std::integral_constant;
+  if (limbs <= 0) return;
   switch (std::countr_zero(n)) {
-    case 10:
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 1>{});
-    case 11:
-      return run(integral_constant<int, 2048>{}, integral_constant<int, 1>{});
-    case 12:
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 4>{});
-    case 13:
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 8>{});
-    case 14:
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 16>{});
-    case 15:
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 32>{});
-    // Above 2^15 the forward transform runs 32 rows per column thread (64
-    // need 168 registers) and the inverse 64 (its larger tiles cost more
-    // than the registers): 69 / 62 us at 2^16 against 84 / 62 with 64 rows
-    // each way and 69 / 66 with 32.
-    case 16:
-      if constexpr (FORWARD) return run(integral_constant<int, 2048>{}, integral_constant<int, 32>{});
-      return run(integral_constant<int, 1024>{}, integral_constant<int, 64>{});
-    case 17:
-      if constexpr (FORWARD) return run(integral_constant<int, 4096>{}, integral_constant<int, 32>{});
-      return run(integral_constant<int, 2048>{}, integral_constant<int, 64>{});
+    case 10: return launch_cluster<10, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 11: return launch_cluster<11, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 12: return launch_cluster<12, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 13: return launch_cluster<13, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 14: return launch_cluster<14, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 15: return launch_cluster<15, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 16: return launch_cluster<16, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 17: return launch_cluster<17, FORWARD>(data, limbs, tables, scalars, primes, stream);
     default:
       throw InvalidArgumentError("DeviceNtt32: ring degree " + std::to_string(n) + ", expected 2^10 to 2^17");
   }

@@ -2,10 +2,10 @@
 // The same transform as NttTable32 (core), bit for bit: Cooley-Tukey forward
 // and Gentleman-Sande inverse with Shoup constants, primes below 2^31 (below
 // 2^30 Harvey's lazy butterflies keep values below 4q; from 2^30 every
-// value stays below q). N = N1 x TILE runs as two kernels: `columns` does the log2(N1)
-// stages of distance >= TILE with one column of N1 words per thread in
-// registers, `tiles` the log2(TILE) stages inside tiles of TILE contiguous
-// words in shared memory; N <= 2048 runs one `tiles` kernel.
+// value stays below q). One launch per transform: a cluster of 8 blocks per
+// limb, the column stages (distance >= N/8) in registers and the tile stages
+// in shared memory, the words crossing between them through distributed
+// shared memory, so each word is read and written once (ntt32.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>

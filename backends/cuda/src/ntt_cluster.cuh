@@ -14,6 +14,7 @@
 
 #include <cooperative_groups.h>
 
+#include "cluster_entry.cuh"
 #include "ntt.cuh"
 
 namespace fhelium::cuda::ntt {
@@ -32,13 +33,6 @@ struct ClusterShape {
   // (8 rows of `columns` words).
   static constexpr int smem_bytes = T::smem_bytes + T::size * 8;
 };
-
-// A block may write another block's shared memory only once that block has
-// started: every block arrives at the cluster barrier on entry and waits
-// just before its first remote store, so the wait overlaps the global loads
-// issued in between. (The later cluster.sync() calls are the next phases.)
-__device__ __forceinline__ void arrive_on_entry() { asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wait_for_cluster_entry() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
 // Roots 1..7 of a limb (the column stages), in registers.
 template <class A>
