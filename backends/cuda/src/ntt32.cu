@@ -1,7 +1,10 @@
 #include <cooperative_groups.h>
 
+#include <cuda/pipeline>
+
 #include <bit>
 #include <string>
+#include <utility>
 
 #include "cluster_entry.cuh"
 #include "cuda_check.hpp"
@@ -12,10 +15,12 @@
 namespace fhelium::cuda {
 namespace {
 
+// A twiddle and its Shoup constant, next to each other in the tables.
+using Root = uint2;  // x: w, y: floor(w 2^32 / q)
+
 struct Prime {
   u32 q;
-  const u32* roots;
-  const u32* roots_shoup;
+  const Root* roots;  // forward or inverse, as the transform
 };
 
 __device__ __forceinline__ u32 mul_shoup_lazy(u32 x, u32 w, u32 w_shoup, u32 q) {
@@ -41,10 +46,9 @@ struct LimbPrimes {
   __device__ __forceinline__ bool skips(unsigned limb) const { return of(limb) < 0; }
 };
 
-// Limb blockIdx.y's prime: tables of 4 x n words per prime, scalars (q, n^-1, Shoup) per prime.
-__device__ __forceinline__ Prime prime_of(const u32* tables, const u32* scalars, std::uint64_t n, int p, bool forward) {
-  const u32* t = tables + static_cast<std::size_t>(p) * 4 * n + (forward ? 0 : 2 * n);
-  return {scalars[3 * p], t, t + n};
+// Limb blockIdx.y's prime: per prime, N forward then N inverse Roots; scalars (q, n^-1, Shoup) per prime.
+__device__ __forceinline__ Prime prime_of(const Root* tables, const u32* scalars, std::uint64_t n, int p, bool forward) {
+  return {scalars[3 * p], tables + static_cast<std::size_t>(p) * 2 * n + (forward ? 0 : n)};
 }
 
 __device__ __forceinline__ u32 reduce_from_4q(u32 v, u32 q) {
@@ -57,7 +61,8 @@ __device__ __forceinline__ u32 reduce_from_4q(u32 v, u32 q) {
 // owns columns [r C, r C + C), C = TILE / 8), the log2(TILE) stages inside
 // tile r of TILE contiguous words in shared memory, and the words cross
 // between the two through distributed shared memory, so each word is read
-// from and written to global memory once.
+// from and written to global memory once. A tile pass takes groups of 2^R
+// words (R <= 4) into registers and runs R stages on them.
 constexpr int cluster_blocks = 8;
 
 template <int LOG_N>
@@ -67,96 +72,127 @@ struct ClusterShape {
   static constexpr int tile = 1 << log_tile;
   static constexpr int columns = tile / cluster_blocks;  // per block
   static constexpr int threads = tile / 4 < 512 ? tile / 4 : 512;
-  static constexpr int quads = tile / 4 / threads;  // radix-4 groups per thread and pass
+  static constexpr int words = tile / threads;  // per thread in a tile pass: 4 to 32
+  static constexpr int max_radix_log = words >= 16 ? 4 : words == 8 ? 3 : 2;
+  // The forward's first pass takes the stages whole passes leave over (the inverse's last likewise).
+  static constexpr int odd_radix_log = log_tile % max_radix_log == 0 ? max_radix_log : log_tile % max_radix_log;
   static constexpr int column_rounds = (columns + threads - 1) / threads;
-  static constexpr int smem_bytes = (tile + tile / 32) * static_cast<int>(sizeof(u32));
+  static constexpr int data_words = tile + tile / 32;  // at slot(i)
+  // The data, then the tile's twiddles.
+  static constexpr int smem_bytes = data_words * static_cast<int>(sizeof(u32)) + tile * static_cast<int>(sizeof(Root));
   // Two blocks of 512 threads per SM (64 registers) up to N = 2^16; at 2^17
-  // (three blocks' shared memory per SM at most) 64 registers would spill.
+  // (one block's shared memory per SM) 64 registers would spill.
   static constexpr int min_blocks = threads == 512 && LOG_N <= 16 ? 2 : 1;
 };
 
-// Shared-memory slot of tile word i: one pad word after every 32, so the
-// radix-4 passes of distance 1 (four consecutive words per thread) hit
-// distinct banks.
+// Shared-memory slot of tile word i: one pad word after every 32, so a
+// warp's reads of 16 consecutive words per thread hit distinct banks.
 __device__ __forceinline__ u32 slot(u32 i) { return i + (i >> 5); }
 
 template <bool WIDE>
-__device__ __forceinline__ void forward_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
+__device__ __forceinline__ void forward_butterfly(u32& x, u32& y, Root w, u32 q) {
   if constexpr (WIDE) {
     const u32 u = x;
-    const u32 v = below(mul_shoup_lazy(y, w, w_shoup, q), q);
+    const u32 v = below(mul_shoup_lazy(y, w.x, w.y, q), q);
     x = below(u + v, q);
     y = below(u - v + q, q);
   } else {
     const u32 two_q = 2 * q;
     const u32 u = below(x, two_q);
-    const u32 v = mul_shoup_lazy(y, w, w_shoup, q);
+    const u32 v = mul_shoup_lazy(y, w.x, w.y, q);
     x = u + v;
     y = u - v + two_q;
   }
 }
 
 template <bool WIDE>
-__device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, u32 w, u32 w_shoup, u32 q) {
+__device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, Root w, u32 q) {
   const u32 bound = WIDE ? q : 2 * q;
   const u32 u = x;
   const u32 v = y;
   x = below(u + v, bound);
-  const u32 t = mul_shoup_lazy(u - v + bound, w, w_shoup, q);
+  const u32 t = mul_shoup_lazy(u - v + bound, w.x, w.y, q);
   y = WIDE ? below(t, q) : t;
 }
 
-struct Root {
-  u32 w;
-  u32 w_shoup;
-};
-
-__device__ __forceinline__ Root root(const Prime& pr, std::uint32_t k) { return {__ldg(pr.roots + k), __ldg(pr.roots_shoup + k)}; }
-
-// Forward radix-4 pass over tile `rank`: stages of distance T and T / 2.
-// The twiddles load before the barrier that opens the pass. LAST (T == 2):
-// each thread's four words are consecutive; they leave reduced to [0, q)
-// straight to global memory, 16 bytes per thread.
-template <int LOG_N, int T, bool WIDE>
-__device__ __forceinline__ void forward_pass(u32* s, const Prime& pr, u32 rank, u32* tile_out) {
+// The twiddles of tile `rank`'s stages in shared memory: entry j in [1, TILE)
+// is local group j - M of the stage with M = 2^floor(log2 j) groups in the
+// tile (distance TILE / 2M), global group M (8 + rank) + j - M of the table.
+// Copied by cuda::memcpy_async at the kernel's start, two Roots (16 bytes) at
+// a time from entry 2 on (runs of M >= 2 Roots starting at even entries), so
+// the copies overlap the column stages and no pass waits on global memory.
+template <int LOG_N>
+__device__ __forceinline__ const Root* stage_twiddles(u32* smem, const Prime& pr, u32 rank,
+                                                      ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
   using S = ClusterShape<LOG_N>;
-  constexpr int t2 = T / 2;
-  constexpr std::uint32_t m = S::n / (2 * T);
-  Root wa[S::quads], wb0[S::quads], wb1[S::quads];
-#pragma unroll
-  for (int u = 0; u < S::quads; ++u) {
-    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-    const u32 i = rank * (S::tile / (2 * T)) + g / t2;
-    wa[u] = root(pr, m + i);
-    wb0[u] = root(pr, 2 * m + 2 * i);
-    wb1[u] = root(pr, 2 * m + 2 * i + 1);
+  Root* tw = reinterpret_cast<Root*>(smem + S::data_words);
+  const auto global = [&](u32 j) { return j + (1u << (31 - __clz(j))) * (cluster_blocks - 1 + rank); };
+  for (u32 k = threadIdx.x; k < S::tile / 2; k += S::threads) {
+    if (k == 0) {  // entry 1: the stage of one group
+      ::cuda::memcpy_async(tw + 1, pr.roots + global(1), ::cuda::aligned_size_t<8>(sizeof(Root)), pipe);
+    } else {
+      ::cuda::memcpy_async(tw + 2 * k, pr.roots + global(2 * k), ::cuda::aligned_size_t<16>(2 * sizeof(Root)), pipe);
+    }
   }
+  pipe.producer_commit();
+  return tw;
+}
+
+// Group gi of 2^R words at distance 2^STRIDE_LOG: its first word (no bits in
+// [STRIDE_LOG, STRIDE_LOG + R)); word e is at base + e 2^STRIDE_LOG.
+template <int R, int STRIDE_LOG>
+__device__ __forceinline__ u32 group_base(u32 gi) {
+  return ((gi >> STRIDE_LOG) << (STRIDE_LOG + R)) + (gi & ((1u << STRIDE_LOG) - 1));
+}
+
+// R forward stages of distances 2^T0_LOG, 2^(T0_LOG - 1), ... on the tile in
+// shared memory. The last pass (distance 1) leaves each group's consecutive
+// words reduced to [0, q) straight to global memory, 16 bytes at a time.
+template <int LOG_N, int R, int T0_LOG, bool WIDE>
+__device__ __forceinline__ void forward_pass(u32* s, const Root* tw, u32 q, u32* tile_out) {
+  using S = ClusterShape<LOG_N>;
+  constexpr int group = 1 << R;
+  constexpr int stride_log = T0_LOG - (R - 1);
   __syncthreads();
 #pragma unroll
-  for (int u = 0; u < S::quads; ++u) {
-    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-    const u32 k0 = 2 * (g / t2) * T + g % t2;
-    u32 x0 = s[slot(k0)], x1 = s[slot(k0 + t2)], x2 = s[slot(k0 + T)], x3 = s[slot(k0 + T + t2)];
-    forward_butterfly<WIDE>(x0, x2, wa[u].w, wa[u].w_shoup, pr.q);
-    forward_butterfly<WIDE>(x1, x3, wa[u].w, wa[u].w_shoup, pr.q);
-    forward_butterfly<WIDE>(x0, x1, wb0[u].w, wb0[u].w_shoup, pr.q);
-    forward_butterfly<WIDE>(x2, x3, wb1[u].w, wb1[u].w_shoup, pr.q);
-    if constexpr (T == 2) {
-      reinterpret_cast<uint4*>(tile_out)[g] =
-          make_uint4(reduce_from_4q(x0, pr.q), reduce_from_4q(x1, pr.q), reduce_from_4q(x2, pr.q), reduce_from_4q(x3, pr.q));
+  for (int g = 0; g < S::words / group; ++g) {
+    const u32 base = group_base<R, stride_log>(threadIdx.x + static_cast<u32>(g * S::threads));
+    u32 x[group];
+#pragma unroll
+    for (int e = 0; e < group; ++e) x[e] = s[slot(base + (static_cast<u32>(e) << stride_log))];
+#pragma unroll
+    for (int st = 0; st < R; ++st) {
+      const int t_log = T0_LOG - st;
+      const int half = 1 << (R - 1 - st);
+      const u32 m = static_cast<u32>(S::tile) >> (t_log + 1);  // the stage's groups in the tile
+#pragma unroll
+      for (int e = 0; e < group; ++e) {
+        if (e & half) continue;
+        const Root w = tw[m + (base >> (t_log + 1)) + static_cast<u32>(e >> (R - st))];
+        forward_butterfly<WIDE>(x[e], x[e + half], w, q);
+      }
+    }
+    if constexpr (stride_log == 0) {
+#pragma unroll
+      for (int e = 0; e < group; e += 4) {
+        reinterpret_cast<uint4*>(tile_out + base)[e / 4] = make_uint4(
+            reduce_from_4q(x[e], q), reduce_from_4q(x[e + 1], q), reduce_from_4q(x[e + 2], q), reduce_from_4q(x[e + 3], q));
+      }
     } else {
-      s[slot(k0)] = x0;
-      s[slot(k0 + t2)] = x1;
-      s[slot(k0 + T)] = x2;
-      s[slot(k0 + T + t2)] = x3;
+#pragma unroll
+      for (int e = 0; e < group; ++e) s[slot(base + (static_cast<u32>(e) << stride_log))] = x[e];
     }
   }
 }
 
-template <int LOG_N, int T, bool WIDE>
-__device__ __forceinline__ void forward_passes(u32* s, const Prime& pr, u32 rank, u32* tile_out) {
-  forward_pass<LOG_N, T, WIDE>(s, pr, rank, tile_out);
-  if constexpr (T > 2) forward_passes<LOG_N, T / 4, WIDE>(s, pr, rank, tile_out);
+template <int LOG_N, int DONE, bool WIDE>
+__device__ __forceinline__ void forward_passes(u32* s, const Root* tw, u32 q, u32* tile_out) {
+  using S = ClusterShape<LOG_N>;
+  if constexpr (DONE < S::log_tile) {
+    constexpr int R = DONE == 0 ? S::odd_radix_log : S::max_radix_log;
+    forward_pass<LOG_N, R, S::log_tile - 1 - DONE, WIDE>(s, tw, q, tile_out);
+    forward_passes<LOG_N, DONE + R, WIDE>(s, tw, q, tile_out);
+  }
 }
 
 template <int LOG_N, bool WIDE>
@@ -165,9 +201,11 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
   constexpr int C = S::columns;
   const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const u32 rank = cluster.block_rank();
+  ::cuda::pipeline<::cuda::thread_scope_thread> pipe = ::cuda::make_pipeline();
+  const Root* tw = stage_twiddles<LOG_N>(s, pr, rank, pipe);
   Root w[cluster_blocks];  // roots 1..7: the column stages
 #pragma unroll
-  for (int m = 1; m < cluster_blocks; ++m) w[m] = root(pr, static_cast<u32>(m));
+  for (int m = 1; m < cluster_blocks; ++m) w[m] = __ldg(pr.roots + m);
   u32 x[S::column_rounds][cluster_blocks];
 #pragma unroll
   for (int c = 0; c < S::column_rounds; ++c) {
@@ -185,10 +223,7 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
 #pragma unroll
       for (int i = 0; i < m; ++i) {
 #pragma unroll
-        for (int r = 0; r < rows; ++r) {
-          forward_butterfly<WIDE>(x[c][2 * i * rows + r], x[c][2 * i * rows + r + rows], w[m + i].w, w[m + i].w_shoup,
-                                  pr.q);
-        }
+        for (int r = 0; r < rows; ++r) forward_butterfly<WIDE>(x[c][2 * i * rows + r], x[c][2 * i * rows + r + rows], w[m + i], pr.q);
       }
     }
   }
@@ -201,142 +236,113 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
 #pragma unroll
     for (int k = 0; k < cluster_blocks; ++k) cluster.map_shared_rank(s, k)[slot(rank * C + j)] = x[c][k];
   }
-  cluster.sync();  // every tile is complete; no remote access follows
-  u32* tile_out = limb + rank * S::tile;
-  if constexpr (S::log_tile % 2 == 1) {  // the stage of distance TILE / 2 alone, then radix-4 passes
-    constexpr int half = S::tile / 2;
-    const Root r = root(pr, S::n / S::tile + rank);
-#pragma unroll
-    for (int u = 0; u < 2 * S::quads; ++u) {
-      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-      u32 a = s[slot(g)], b = s[slot(g + half)];
-      forward_butterfly<WIDE>(a, b, r.w, r.w_shoup, pr.q);
-      s[slot(g)] = a;
-      s[slot(g + half)] = b;
-    }
-    forward_passes<LOG_N, S::tile / 4, WIDE>(s, pr, rank, tile_out);
-  } else {
-    forward_passes<LOG_N, S::tile / 2, WIDE>(s, pr, rank, tile_out);
-  }
+  pipe.consumer_wait();
+  cluster.sync();  // every tile and its twiddles are complete; no remote access follows
+  forward_passes<LOG_N, 0, WIDE>(s, tw, pr.q, limb + rank * S::tile);
 }
 
-// Inverse radix-4 pass: stages of distance T and 2T. FIRST (T == 1): the
-// words come straight from global memory, 16 bytes per thread. The outputs
-// stay in `out` (the last pass's go to the owners of their columns).
-template <int LOG_N, int T, bool WIDE>
-__device__ __forceinline__ void inverse_pass(u32* s, const Prime& pr, u32 rank, const u32* tile_in,
-                                             u32 (&out)[ClusterShape<LOG_N>::quads][4]) {
+// R inverse stages of distances 2^T0_LOG, 2^(T0_LOG + 1), ... on the words
+// in x (group-major, S::words of them), from shared memory unless FIRST
+// (the caller loaded them). The outputs stay in x and, but for the last
+// pass, go back to shared memory.
+template <int LOG_N, int R, int T0_LOG, bool WIDE, bool LAST>
+__device__ __forceinline__ void inverse_pass(u32* s, const Root* tw, u32 q, u32 (&x)[ClusterShape<LOG_N>::words]) {
   using S = ClusterShape<LOG_N>;
-  constexpr std::uint32_t h = S::n / T / 2;
-  Root w0[S::quads], w1[S::quads], w[S::quads];
+  constexpr int group = 1 << R;
+  if constexpr (T0_LOG > 0) __syncthreads();
 #pragma unroll
-  for (int u = 0; u < S::quads; ++u) {
-    const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-    const u32 i = rank * (S::tile / (4 * T)) + g / T;
-    w0[u] = root(pr, h + 2 * i);
-    w1[u] = root(pr, h + 2 * i + 1);
-    w[u] = root(pr, h / 2 + i);
-  }
-  if constexpr (T == 1) {
+  for (int g = 0; g < S::words / group; ++g) {
+    const u32 base = group_base<R, T0_LOG>(threadIdx.x + static_cast<u32>(g * S::threads));
+    u32* v = x + g * group;
+    if constexpr (T0_LOG > 0) {
 #pragma unroll
-    for (int u = 0; u < S::quads; ++u) {
-      const uint4 v = reinterpret_cast<const uint4*>(tile_in)[threadIdx.x + static_cast<u32>(u * S::threads)];
-      out[u][0] = v.x;
-      out[u][1] = v.y;
-      out[u][2] = v.z;
-      out[u][3] = v.w;
+      for (int e = 0; e < group; ++e) v[e] = s[slot(base + (static_cast<u32>(e) << T0_LOG))];
     }
-  } else {
-    __syncthreads();
 #pragma unroll
-    for (int u = 0; u < S::quads; ++u) {
-      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-      const u32 k0 = 4 * (g / T) * T + g % T;
+    for (int st = 0; st < R; ++st) {
+      const int t_log = T0_LOG + st;
+      const int half = 1 << st;
+      const u32 m = static_cast<u32>(S::tile) >> (t_log + 1);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) out[u][e] = s[slot(k0 + e * T)];
+      for (int e = 0; e < group; ++e) {
+        if (e & half) continue;
+        const Root w = tw[m + (base >> (t_log + 1)) + static_cast<u32>(e >> (st + 1))];
+        inverse_butterfly<WIDE>(v[e], v[e + half], w, q);
+      }
     }
-  }
+    if constexpr (!LAST) {
 #pragma unroll
-  for (int u = 0; u < S::quads; ++u) {
-    inverse_butterfly<WIDE>(out[u][0], out[u][1], w0[u].w, w0[u].w_shoup, pr.q);
-    inverse_butterfly<WIDE>(out[u][2], out[u][3], w1[u].w, w1[u].w_shoup, pr.q);
-    inverse_butterfly<WIDE>(out[u][0], out[u][2], w[u].w, w[u].w_shoup, pr.q);
-    inverse_butterfly<WIDE>(out[u][1], out[u][3], w[u].w, w[u].w_shoup, pr.q);
-  }
-  if constexpr (4 * T < S::tile) {  // not the last pass: back to shared memory
-#pragma unroll
-    for (int u = 0; u < S::quads; ++u) {
-      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-      const u32 k0 = 4 * (g / T) * T + g % T;
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[slot(k0 + e * T)] = out[u][e];
+      for (int e = 0; e < group; ++e) s[slot(base + (static_cast<u32>(e) << T0_LOG))] = v[e];
     }
   }
 }
 
-template <int LOG_N, int T, bool WIDE>
-__device__ __forceinline__ void inverse_passes(u32* s, const Prime& pr, u32 rank, const u32* tile_in,
-                                               u32 (&out)[ClusterShape<LOG_N>::quads][4]) {
-  inverse_pass<LOG_N, T, WIDE>(s, pr, rank, tile_in, out);
-  if constexpr (4 * T * 4 <= ClusterShape<LOG_N>::tile) inverse_passes<LOG_N, 4 * T, WIDE>(s, pr, rank, tile_in, out);
+template <int LOG_N, int DONE, bool WIDE>
+__device__ __forceinline__ void inverse_passes(u32* s, const Root* tw, u32 q, u32 (&x)[ClusterShape<LOG_N>::words]) {
+  using S = ClusterShape<LOG_N>;
+  if constexpr (DONE < S::log_tile) {
+    constexpr int remaining = S::log_tile - DONE;
+    constexpr int R = remaining < S::max_radix_log ? remaining : S::max_radix_log;
+    inverse_pass<LOG_N, R, DONE, WIDE, DONE + R == S::log_tile>(s, tw, q, x);
+    inverse_passes<LOG_N, DONE + R, WIDE>(s, tw, q, x);
+  }
 }
+
+// Where the last inverse pass leaves word k of a thread's x: its R and distance.
+template <int LOG_N>
+struct LastInversePass {
+  using S = ClusterShape<LOG_N>;
+  static constexpr int R = S::log_tile % S::max_radix_log == 0 ? S::max_radix_log : S::log_tile % S::max_radix_log;
+  static constexpr int t0_log = S::log_tile - R;
+  __device__ static u32 position(int k) {
+    const int g = k >> R, e = k & ((1 << R) - 1);
+    return group_base<R, t0_log>(threadIdx.x + static_cast<u32>(g * S::threads)) + (static_cast<u32>(e) << t0_log);
+  }
+};
 
 template <int LOG_N, bool WIDE>
 __device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr, u32 inv_n, u32 inv_n_shoup, u32* s) {
   using S = ClusterShape<LOG_N>;
   constexpr int C = S::columns;
+  constexpr int first_r = S::max_radix_log;
+  static_assert(first_r >= 2 && S::log_tile >= first_r);
   const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const u32 rank = cluster.block_rank();
-  u32 out[S::quads][4];
-  inverse_passes<LOG_N, 1, WIDE>(s, pr, rank, limb + rank * S::tile, out);
-  // The tile's words after its last stage (word i in out, at positions
-  // given below), before they leave for the owners of their columns.
-  u32 words[4 * S::quads];
-  u32 positions[4 * S::quads];
-  if constexpr (S::log_tile % 2 == 1) {  // the stage of distance TILE / 2 alone
-    constexpr int half = S::tile / 2;
-    static_assert(4 * (S::tile / 8) < S::tile);  // so the last radix-4 pass left its words in shared memory
-    const Root r = root(pr, S::n / S::tile + rank);
-    __syncthreads();
+  ::cuda::pipeline<::cuda::thread_scope_thread> pipe = ::cuda::make_pipeline();
+  const Root* tw = stage_twiddles<LOG_N>(s, pr, rank, pipe);
+  // The first pass's groups (2^R consecutive words) straight from global memory.
+  u32 x[S::words];
+  const u32* tile_in = limb + rank * S::tile;
 #pragma unroll
-    for (int u = 0; u < 2 * S::quads; ++u) {
-      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-      u32 a = s[slot(g)], b = s[slot(g + half)];
-      inverse_butterfly<WIDE>(a, b, r.w, r.w_shoup, pr.q);
-      words[2 * u] = a;
-      positions[2 * u] = g;
-      words[2 * u + 1] = b;
-      positions[2 * u + 1] = g + half;
-    }
-  } else {
-#pragma unroll
-    for (int u = 0; u < S::quads; ++u) {  // the last pass had distance TILE / 4: k0 = g
-      const u32 g = threadIdx.x + static_cast<u32>(u * S::threads);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        words[4 * u + e] = out[u][e];
-        positions[4 * u + e] = g + static_cast<u32>(e * (S::tile / 4));
-      }
-    }
+  for (int k = 0; k < S::words; k += 4) {
+    const u32 base = group_base<first_r, 0>(threadIdx.x + static_cast<u32>((k >> first_r) * S::threads));
+    const uint4 v = reinterpret_cast<const uint4*>(tile_in + base)[(k & ((1 << first_r) - 1)) / 4];
+    x[k] = v.x;
+    x[k + 1] = v.y;
+    x[k + 2] = v.z;
+    x[k + 3] = v.w;
   }
+  pipe.consumer_wait();
+  __syncthreads();  // every thread's twiddle copies are complete
+  inverse_passes<LOG_N, 0, WIDE>(s, tw, pr.q, x);
   cluster.sync();  // every block has read its own tile: the buffers are free
   // Word i of tile `rank` is row `rank` of column i, which block i / C owns.
 #pragma unroll
-  for (int k = 0; k < 4 * S::quads; ++k) {
-    const u32 i = positions[k];
-    cluster.map_shared_rank(s, i / C)[slot(rank * C + i % C)] = words[k];
+  for (int k = 0; k < S::words; ++k) {
+    const u32 i = LastInversePass<LOG_N>::position(k);
+    cluster.map_shared_rank(s, i / C)[slot(rank * C + i % C)] = x[k];
   }
   cluster.sync();  // the rows are complete; no remote access follows
   Root w[cluster_blocks];  // inverse roots 1..7: the column stages
 #pragma unroll
-  for (int m = 1; m < cluster_blocks; ++m) w[m] = root(pr, static_cast<u32>(m));
+  for (int m = 1; m < cluster_blocks; ++m) w[m] = __ldg(pr.roots + m);
 #pragma unroll
   for (int c = 0; c < S::column_rounds; ++c) {
     const u32 j = threadIdx.x + static_cast<u32>(c * S::threads);
     if (j >= C) break;
-    u32 x[cluster_blocks];
+    u32 y[cluster_blocks];
 #pragma unroll
-    for (int k = 0; k < cluster_blocks; ++k) x[k] = s[slot(k * C + j)];
+    for (int k = 0; k < cluster_blocks; ++k) y[k] = s[slot(k * C + j)];
 #pragma unroll
     for (int m = cluster_blocks; m >= 2; m >>= 1) {
       const int h = m / 2;
@@ -344,14 +350,12 @@ __device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr,
 #pragma unroll
       for (int i = 0; i < h; ++i) {
 #pragma unroll
-        for (int r = 0; r < rows; ++r) {
-          inverse_butterfly<WIDE>(x[2 * i * rows + r], x[2 * i * rows + r + rows], w[h + i].w, w[h + i].w_shoup, pr.q);
-        }
+        for (int r = 0; r < rows; ++r) inverse_butterfly<WIDE>(y[2 * i * rows + r], y[2 * i * rows + r + rows], w[h + i], pr.q);
       }
     }
 #pragma unroll
     for (int k = 0; k < cluster_blocks; ++k) {
-      limb[k * S::tile + rank * C + j] = below(mul_shoup_lazy(x[k], inv_n, inv_n_shoup, pr.q), pr.q);
+      limb[k * S::tile + rank * C + j] = below(mul_shoup_lazy(y[k], inv_n, inv_n_shoup, pr.q), pr.q);
     }
   }
 }
@@ -359,7 +363,7 @@ __device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr,
 template <int LOG_N, bool FORWARD>
 __global__ void __cluster_dims__(cluster_blocks, 1, 1)
     __launch_bounds__(ClusterShape<LOG_N>::threads, ClusterShape<LOG_N>::min_blocks)
-        transform_cluster(u32* data, const u32* tables, const u32* scalars, LimbPrimes primes) {
+        transform_cluster(u32* data, const Root* tables, const u32* scalars, LimbPrimes primes) {
   using S = ClusterShape<LOG_N>;
   extern __shared__ u32 s[];
   if (primes.skips(blockIdx.y)) return;  // the whole cluster
@@ -384,7 +388,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1)
 }
 
 template <int LOG_N, bool FORWARD>
-void launch_cluster(u32* data, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
+void launch_cluster(u32* data, int limbs, const Root* tables, const u32* scalars, LimbPrimes primes,
                     cudaStream_t stream) {
   using S = ClusterShape<LOG_N>;
   const auto kernel = transform_cluster<LOG_N, FORWARD>;
@@ -395,7 +399,7 @@ void launch_cluster(u32* data, int limbs, const u32* tables, const u32* scalars,
 }
 
 template <bool FORWARD>
-void transform(u32* data, std::uint64_t n, int limbs, const u32* tables, const u32* scalars, LimbPrimes primes,
+void transform(u32* data, std::uint64_t n, int limbs, const Root* tables, const u32* scalars, LimbPrimes primes,
                cudaStream_t stream) {
   if (limbs <= 0) return;
   switch (std::countr_zero(n)) {
@@ -426,8 +430,9 @@ DeviceNtt32::DeviceNtt32(const std::vector<NttTable32>& tables)
       throw InvalidArgumentError("DeviceNtt32: tables of ring degrees " + std::to_string(n_) + " and " +
                                  std::to_string(t.ring_degree()));
     }
-    for (const auto* v : {&t.roots(), &t.roots_shoup(), &t.inverse_roots(), &t.inverse_roots_shoup()}) {
-      host_tables.insert(host_tables.end(), v->begin(), v->end());
+    for (const auto& [roots, shoup] : {std::pair{&t.roots(), &t.roots_shoup()},
+                                        std::pair{&t.inverse_roots(), &t.inverse_roots_shoup()}}) {
+      for (std::uint64_t k = 0; k < n_; ++k) host_tables.insert(host_tables.end(), {(*roots)[k], (*shoup)[k]});
     }
     host_scalars.insert(host_scalars.end(), {t.modulus(), t.inverse_n(), t.inverse_n_shoup()});
   }
@@ -445,11 +450,11 @@ DeviceNtt32::~DeviceNtt32() {
 }
 
 void DeviceNtt32::forward(u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period) const {
-  transform<true>(data, n_, limbs, tables_, scalars_, {primes_, limb_primes, period}, stream);
+  transform<true>(data, n_, limbs, reinterpret_cast<const Root*>(tables_), scalars_, {primes_, limb_primes, period}, stream);
 }
 
 void DeviceNtt32::inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period) const {
-  transform<false>(data, n_, limbs, tables_, scalars_, {primes_, limb_primes, period}, stream);
+  transform<false>(data, n_, limbs, reinterpret_cast<const Root*>(tables_), scalars_, {primes_, limb_primes, period}, stream);
 }
 
 }  // namespace fhelium::cuda

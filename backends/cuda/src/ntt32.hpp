@@ -36,7 +36,7 @@ class DeviceNtt32 {
  private:
   std::uint64_t n_;
   int primes_;
-  u32* tables_ = nullptr;   // per prime: roots, roots_shoup, inverse roots, inverse roots_shoup (N each)
+  u32* tables_ = nullptr;   // per prime: N (root, Shoup constant) pairs forward, then N inverse
   u32* scalars_ = nullptr;  // per prime: q, n^-1, its Shoup constant
 };
 
