@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "fhelium/backend/level_zero.hpp"
 #include "fhelium/backend/limb_kernels.hpp"
 #include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/context.hpp"
@@ -73,15 +74,10 @@ namespace {
 void lift_level_zero_centered(const Context& context, const u64* in, u64* out, int out_limbs) {
   const std::size_t n = context.ring_degree();
   const int count = context.level_basis(0).count;
-  std::vector<u64> inverse(static_cast<std::size_t>(count));  // (q_0 .. q_(j-1))^-1 mod q_j
-  u128 modulus = 1;
-  for (int j = 0; j < count; ++j) {
-    const Modulus& qj = context.level_modulus(0, j);
-    inverse[static_cast<std::size_t>(j)] = j == 0 ? 1 : inv_mod(static_cast<u64>(modulus % qj.value), qj);
-    modulus *= qj.value;
-  }
-  if (modulus >> 63 != 0) throw InvalidArgumentError("mod_raise: level 0's modulus is 2^63 or more, expected less");
-  const auto q0 = static_cast<std::int64_t>(modulus);
+  const LevelZeroGarner garner = level_zero_garner(context);
+  if (!garner.modulus) throw InvalidArgumentError("mod_raise: level 0's modulus is 2^63 or more, expected less");
+  const std::vector<u64>& inverse = garner.inverses;
+  const auto q0 = static_cast<std::int64_t>(*garner.modulus);
   std::vector<std::int64_t> centered(n);
   for (std::size_t k = 0; k < n; ++k) {
     u64 x = 0;

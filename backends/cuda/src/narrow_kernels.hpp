@@ -128,7 +128,7 @@ struct LevelZero {
   int count;
   u32 q[max_level_zero_primes];
   u32 garner[max_level_zero_primes];  // (q_0 .. q_(j-1))^-1 mod q_j
-  std::uint64_t modulus;              // Q_0
+  std::uint64_t modulus;              // Q_0; 0 when it is 2^63 or more (mod_raise refuses)
 };
 void mod_raise(cudaStream_t stream, u32 n, const Prime* primes, const LevelZero& zero, Poly out, Poly a);
 

@@ -292,14 +292,13 @@ void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u
 }
 
 void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args) {
-  int chunks = 0;
+  int chunks = 0, sources = 0;
   for (int j = 0; j < args.digits; ++j) {
     chunks = std::max(chunks, (args.converters[j].to_count + targets_per_block - 1) / targets_per_block);
+    sources = std::max(sources, args.converters[j].from_count);
   }
   const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, static_cast<unsigned>(chunks),
                   static_cast<unsigned>(args.digits));
-  int sources = 0;
-  for (int j = 0; j < args.digits; ++j) sources = std::max(sources, args.converters[j].from_count);
   with_sources(sources, [&](auto most) { convert_digits_kernel<most()><<<grid, block_threads, 0, stream>>>(args, n); });
   check_launch("narrow convert_digits");
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "fhelium/backend/level_zero.hpp"
 #include "fhelium/backend/modarith.hpp"
 #include "fhelium/backend/ntt32.hpp"
 #include "fhelium/context.hpp"
@@ -100,14 +101,13 @@ LevelZero level_zero_of(const Context& c) {
     throw BackendError("cuda prepare: level 0 has " + std::to_string(zero.count) + " primes, expected at most " +
                        std::to_string(max_level_zero_primes) + " in 32-bit words");
   }
-  u128 modulus = 1;
+  const LevelZeroGarner garner = level_zero_garner(c);
+  if (!garner.modulus) return zero;  // modulus 0: mod_raise refuses
   for (int j = 0; j < zero.count; ++j) {
-    const Modulus& q = c.level_modulus(0, j);
-    zero.q[j] = static_cast<u32>(q.value);
-    zero.garner[j] = j == 0 ? 1 : static_cast<u32>(inv_mod(static_cast<u64>(modulus % q.value), q));
-    modulus *= q.value;
+    zero.q[j] = static_cast<u32>(garner.primes[static_cast<std::size_t>(j)]);
+    zero.garner[j] = static_cast<u32>(garner.inverses[static_cast<std::size_t>(j)]);
   }
-  zero.modulus = modulus >> 63 == 0 ? static_cast<std::uint64_t>(modulus) : 0;  // 0: refused by mod_raise
+  zero.modulus = *garner.modulus;
   return zero;
 }
 
