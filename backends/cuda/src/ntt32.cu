@@ -42,7 +42,7 @@ struct LimbPrimes {
   __device__ __forceinline__ int of(unsigned limb) const {
     return map ? map[limb % static_cast<unsigned>(period)] : static_cast<int>(limb % static_cast<unsigned>(primes));
   }
-  // A negative map entry leaves its limb as it is (a whole block returns).
+  // A negative map entry leaves its limb as it is (its whole cluster returns).
   __device__ __forceinline__ bool skips(unsigned limb) const { return of(limb) < 0; }
 };
 
@@ -120,7 +120,8 @@ __device__ __forceinline__ void inverse_butterfly(u32& x, u32& y, Root w, u32 q)
 // tile (distance TILE / 2M), global group M (8 + rank) + j - M of the table.
 // Copied by cuda::memcpy_async at the kernel's start, two Roots (16 bytes) at
 // a time from entry 2 on (runs of M >= 2 Roots starting at even entries), so
-// the copies overlap the column stages and no pass waits on global memory.
+// the copies overlap the forward's column stages (the inverse's first loads)
+// and no pass waits on global memory.
 template <int LOG_N>
 __device__ __forceinline__ const Root* stage_twiddles(u32* smem, const Prime& pr, u32 rank,
                                                       ::cuda::pipeline<::cuda::thread_scope_thread>& pipe) {
@@ -227,6 +228,7 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
       }
     }
   }
+  __syncwarp();  // the barrier is .aligned: whole warps (at 2^10 half a warp has no column)
   wait_for_cluster_entry();
   // Word k of column rank C + j is word rank C + j of tile k.
 #pragma unroll
@@ -242,8 +244,8 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
 }
 
 // R inverse stages of distances 2^T0_LOG, 2^(T0_LOG + 1), ... on the words
-// in x (group-major, S::words of them), from shared memory unless FIRST
-// (the caller loaded them). The outputs stay in x and, but for the last
+// in x (group-major, S::words of them), from shared memory unless T0_LOG is
+// 0 (the caller loaded them from global memory). The outputs stay in x and, but for the last
 // pass, go back to shared memory.
 template <int LOG_N, int R, int T0_LOG, bool WIDE, bool LAST>
 __device__ __forceinline__ void inverse_pass(u32* s, const Root* tw, u32 q, u32 (&x)[ClusterShape<LOG_N>::words]) {
@@ -365,7 +367,7 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1)
     __launch_bounds__(ClusterShape<LOG_N>::threads, ClusterShape<LOG_N>::min_blocks)
         transform_cluster(u32* data, const Root* tables, const u32* scalars, LimbPrimes primes) {
   using S = ClusterShape<LOG_N>;
-  extern __shared__ u32 s[];
+  extern __shared__ __align__(16) u32 s[];  // 16-byte twiddle copies
   if (primes.skips(blockIdx.y)) return;  // the whole cluster
   const int p = primes.of(blockIdx.y);
   const Prime pr = prime_of(tables, scalars, S::n, p, FORWARD);
@@ -402,6 +404,9 @@ template <bool FORWARD>
 void transform(u32* data, std::uint64_t n, int limbs, const Root* tables, const u32* scalars, LimbPrimes primes,
                cudaStream_t stream) {
   if (limbs <= 0) return;
+  if (limbs > 65535) {
+    throw InvalidArgumentError("DeviceNtt32: " + std::to_string(limbs) + " limbs in one transform, expected at most 65535");
+  }
   switch (std::countr_zero(n)) {
     case 10: return launch_cluster<10, FORWARD>(data, limbs, tables, scalars, primes, stream);
     case 11: return launch_cluster<11, FORWARD>(data, limbs, tables, scalars, primes, stream);
@@ -436,12 +441,18 @@ DeviceNtt32::DeviceNtt32(const std::vector<NttTable32>& tables)
     }
     host_scalars.insert(host_scalars.end(), {t.modulus(), t.inverse_n(), t.inverse_n_shoup()});
   }
-  check(cudaMalloc(&tables_, host_tables.size() * sizeof(u32)), "cudaMalloc (ntt32 tables)");
-  check(cudaMalloc(&scalars_, host_scalars.size() * sizeof(u32)), "cudaMalloc (ntt32 scalars)");
-  check(cudaMemcpy(tables_, host_tables.data(), host_tables.size() * sizeof(u32), cudaMemcpyHostToDevice),
-        "cudaMemcpy (ntt32 tables)");
-  check(cudaMemcpy(scalars_, host_scalars.data(), host_scalars.size() * sizeof(u32), cudaMemcpyHostToDevice),
-        "cudaMemcpy (ntt32 scalars)");
+  try {  // a constructor that throws runs no destructor
+    check(cudaMalloc(&tables_, host_tables.size() * sizeof(u32)), "cudaMalloc (ntt32 tables)");
+    check(cudaMalloc(&scalars_, host_scalars.size() * sizeof(u32)), "cudaMalloc (ntt32 scalars)");
+    check(cudaMemcpy(tables_, host_tables.data(), host_tables.size() * sizeof(u32), cudaMemcpyHostToDevice),
+          "cudaMemcpy (ntt32 tables)");
+    check(cudaMemcpy(scalars_, host_scalars.data(), host_scalars.size() * sizeof(u32), cudaMemcpyHostToDevice),
+          "cudaMemcpy (ntt32 scalars)");
+  } catch (...) {
+    cudaFree(tables_);
+    cudaFree(scalars_);
+    throw;
+  }
 }
 
 DeviceNtt32::~DeviceNtt32() {

@@ -2,8 +2,8 @@
 // transform as NttTable (same root psi, same output order: index i holds the
 // evaluation at psi^(2 bitrev(i) + 1)), so both give the same residues for
 // the same prime. Primes below 2^31: below 2^30 the lazy butterflies keep
-// values below 4q < 2^32, above it below 2q. The AVX2 path works on eight
-// lanes and is bit-identical to the scalar one.
+// values below 4q < 2^32; from 2^30 below q (the AVX2 path's forward: 2q).
+// The AVX2 path works on eight lanes and is bit-identical to the scalar one.
 #pragma once
 
 #include <cstdint>
