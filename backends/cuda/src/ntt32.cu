@@ -10,6 +10,7 @@
 #include "cuda_check.hpp"
 #include "fhelium/error.hpp"
 #include "kernel_attributes.hpp"
+#include "narrow_arith.cuh"
 #include "ntt32.hpp"
 
 namespace fhelium::cuda {
@@ -23,9 +24,7 @@ struct Prime {
   const Root* roots;  // forward or inverse, as the transform
 };
 
-__device__ __forceinline__ u32 mul_shoup_lazy(u32 x, u32 w, u32 w_shoup, u32 q) {
-  return x * w - __umulhi(x, w_shoup) * q;
-}
+using narrow::mul_shoup_lazy;
 
 __device__ __forceinline__ u32 below(u32 x, u32 bound) { return x >= bound ? x - bound : x; }
 
@@ -294,7 +293,7 @@ __device__ __forceinline__ void inverse_passes(u32* s, const Root* tw, u32 q, u3
 template <int LOG_N>
 struct LastInversePass {
   using S = ClusterShape<LOG_N>;
-  static constexpr int R = S::log_tile % S::max_radix_log == 0 ? S::max_radix_log : S::log_tile % S::max_radix_log;
+  static constexpr int R = S::odd_radix_log;
   static constexpr int t0_log = S::log_tile - R;
   __device__ static u32 position(int k) {
     const int g = k >> R, e = k & ((1 << R) - 1);
@@ -357,7 +356,7 @@ __device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr,
     }
 #pragma unroll
     for (int k = 0; k < cluster_blocks; ++k) {
-      limb[k * S::tile + rank * C + j] = below(mul_shoup_lazy(y[k], inv_n, inv_n_shoup, pr.q), pr.q);
+      limb[k * S::tile + rank * C + j] = narrow::mul_shoup(y[k], inv_n, inv_n_shoup, pr.q);
     }
   }
 }
