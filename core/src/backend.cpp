@@ -66,6 +66,49 @@ void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, 
   relinearize(c, out, tensor, key);
 }
 
+void Backend::sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                           std::span<const PolyArg> p) {
+  check_sum_products(out, a, p);
+  if (p.empty()) {
+    if (a.size() == 1) return drop_limbs(c, out, a[0]);  // a copy
+    add(c, out, a[0], a[1]);
+    for (std::size_t i = 2; i < a.size(); ++i) add(c, out, out, a[i]);
+    return;
+  }
+  multiply_plain(c, out, a[0], p[0]);
+  if (a.size() == 1) return;
+  const std::size_t words = static_cast<std::size_t>(out.components) * out.limbs * c.context().ring_degree();
+  const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
+  const PolyArg term{product.get(), out.components, out.limbs};
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    multiply_plain(c, term, a[i], p[i]);
+    add(c, out, out, term);
+  }
+}
+
+void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p) {
+  const auto refuse = [](const std::string& what) { throw InvalidArgumentError("sum_products: " + what); };
+  if (a.empty()) refuse("no terms, expected at least one");
+  if (!p.empty() && p.size() != a.size()) {
+    refuse(std::to_string(a.size()) + " ciphertexts and " + std::to_string(p.size()) +
+           " plaintexts, expected one plaintext per ciphertext or none");
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].components != out.components || a[i].limbs != out.limbs) {
+      refuse("term " + std::to_string(i) + " has " + std::to_string(a[i].components) + " components of " +
+             std::to_string(a[i].limbs) + " limbs, expected the output's " + std::to_string(out.components) + " of " +
+             std::to_string(out.limbs));
+    }
+    if (a[i].buffer == out.buffer) refuse("term " + std::to_string(i) + " is the output, expected another buffer");
+    if (p.empty()) continue;
+    if (p[i].components != 1 || p[i].limbs != out.limbs) {
+      refuse("plaintext " + std::to_string(i) + " has " + std::to_string(p[i].components) + " components of " +
+             std::to_string(p[i].limbs) + " limbs, expected 1 of " + std::to_string(out.limbs));
+    }
+    if (p[i].buffer == out.buffer) refuse("plaintext " + std::to_string(i) + " is the output, expected another buffer");
+  }
+}
+
 namespace {
 
 // Level 0 of several primes (the 32-bit family: two mains): each

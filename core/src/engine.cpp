@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/encoder.hpp"
@@ -308,12 +309,39 @@ Ciphertext Engine::sum(std::span<const Ciphertext> values) const {
     require_components("sum", v.state, values[0].state.components);
   }
   Ciphertext out = make_ciphertext(values[0].state);
-  if (values.size() == 1) {
-    backend_->drop_limbs(*prepared_, arg(out), arg(values[0]));  // a plain copy
-    return out;
+  std::vector<PolyArg> terms;
+  for (const auto& v : values) terms.push_back(arg(v));
+  backend_->sum_products(*prepared_, arg(out), terms, {});
+  return out;
+}
+
+Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const {
+  const char* op = "multiply_plain_sum";
+  if (a.empty()) throw InvalidArgumentError("multiply_plain_sum: no terms, expected at least one");
+  if (a.size() != p.size()) {
+    throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(a.size()) + " ciphertexts and " +
+                               std::to_string(p.size()) + " plaintexts, expected one plaintext per ciphertext");
   }
-  backend_->add(*prepared_, arg(out), arg(values[0]), arg(values[1]));
-  for (std::size_t i = 2; i < values.size(); ++i) backend_->add(*prepared_, arg(out), arg(out), arg(values[i]));
+  ValueState s = a[0].state;
+  s.scale = a[0].state.scale * p[0].state.scale;
+  std::vector<PolyArg> terms, plains;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    check_own(a[i], op);
+    check_own(p[i], op);
+    require_components(op, p[i].state, 1);
+    require_components(op, a[i].state, a[0].state.components);
+    require_ntt(op, a[i].state);
+    require_ntt(op, p[i].state);
+    require_same_level(op, a[0].state, a[i].state);
+    require_same_level(op, a[i].state, p[i].state);
+    ValueState product = a[i].state;
+    product.scale = a[i].state.scale * p[i].state.scale;
+    require_aligned(op, s, product);  // the products' scales must agree to be summed
+    terms.push_back(arg(a[i]));
+    plains.push_back(arg(p[i]));
+  }
+  Ciphertext out = make_ciphertext(s);
+  backend_->sum_products(*prepared_, arg(out), terms, plains);
   return out;
 }
 

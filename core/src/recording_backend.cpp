@@ -372,6 +372,11 @@ void RecordingBackend::multiply_relinearize(const BackendContext& c, const PolyA
                                             const PolyArg& b, const KeyArg& key) {
   issue([this, &c, out, a, b, key] { inner().multiply_relinearize(c, out, a, b, key); });
 }
+void RecordingBackend::sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                                    std::span<const PolyArg> p) {
+  issue([this, &c, out, terms = std::vector<PolyArg>(a.begin(), a.end()),
+         plains = std::vector<PolyArg>(p.begin(), p.end())] { inner().sum_products(c, out, terms, plains); });
+}
 void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                               std::uint32_t galois_element, const KeyArg& key) {
   issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });

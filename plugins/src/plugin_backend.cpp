@@ -487,6 +487,21 @@ class PluginBackend final : public Backend {
     args.key = key(k);
     call(api.multiply_relinearize, "multiply_relinearize", args);
   }
+  void sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                    std::span<const PolyArg> p) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, sum_products) + sizeof(api.sum_products);
+    if (!has || api.sum_products == nullptr) return Backend::sum_products(c, out, a, p);
+    check_sum_products(out, a, p);
+    std::vector<FheliumPoly> terms, plains;
+    for (const auto& x : a) terms.push_back(poly(x));
+    for (const auto& x : p) plains.push_back(poly(x));
+    FheliumOpArgs args = op(c, out, a[0]);
+    args.terms = terms.data();
+    args.plains = p.empty() ? nullptr : plains.data();
+    args.term_count = terms.size();
+    call(api.sum_products, "sum_products", args);
+  }
   void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     const FheliumBackendApi& api = instance_->api();
     const bool has = api.struct_size >= offsetof(FheliumBackendApi, mod_raise) + sizeof(api.mod_raise);

@@ -104,6 +104,14 @@ std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<
         set(0, std::move(total));
         break;
       }
+      case OpKind::multiply_plain_sum: {
+        Slots total(slots);
+        for (std::size_t i = 0; i + 1 < node.args.size(); i += 2) {
+          total = zip(total, zip(arg(i), arg(i + 1), [](C a, C b) { return a * b; }), [](C a, C b) { return a + b; });
+        }
+        set(0, std::move(total));
+        break;
+      }
     }
   }
   return values;

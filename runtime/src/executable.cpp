@@ -68,6 +68,15 @@ std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, con
       for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(ct(i));
       return {engine.sum(batch)};
     }
+    case OpKind::multiply_plain_sum: {
+      std::vector<Ciphertext> values;
+      std::vector<Plaintext> constants;
+      for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
+        values.push_back(ct(i));
+        constants.push_back(*args[i + 1].plaintext);
+      }
+      return {engine.multiply_plain_sum(values, constants)};
+    }
     case OpKind::multiply_relinearize_rescale:
       return {engine.multiply_relinearize_rescale(ct(0), ct(1), relinearization_key)};
     case OpKind::mod_raise:

@@ -40,6 +40,7 @@ constexpr OpName op_names[] = {
     {OpKind::multiply_relinearize_rescale, "multiply_relinearize_rescale"},
     {OpKind::mod_raise, "mod_raise"},
     {OpKind::mod_raise_encapsulated, "mod_raise_encapsulated"},
+    {OpKind::multiply_plain_sum, "multiply_plain_sum"},
 };
 
 bool same_node(const Node& a, const Node& b) {
@@ -103,6 +104,7 @@ int arity(OpKind op) {
     case OpKind::multiply_relinearize_rescale:
       return 2;
     case OpKind::sum:
+    case OpKind::multiply_plain_sum:
       return -1;
     default:
       return 1;

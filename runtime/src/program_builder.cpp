@@ -159,16 +159,24 @@ std::vector<ValueRef> ProgramBuilder::results_of(Node node, std::size_t count) {
                                std::to_string(node.args.size()));
   }
   if (node.args.empty()) throw InvalidArgumentError(std::string(op) + ": expected at least one argument");
-  for (std::size_t i = 0; i < node.args.size(); ++i) {
-    // A plaintext constant may be the second operand of add/sub and must be
-    // that of multiply_plain; everything else is a ciphertext.
-    const bool constant_allowed = i == 1 && (node.op == OpKind::add || node.op == OpKind::sub);
-    check_arg(op, {node.args[i]}, constant_allowed || (i == 1 && node.op == OpKind::multiply_plain));
+  // A plaintext constant may be the second operand of add/sub and must be
+  // that of multiply_plain and every odd one of multiply_plain_sum;
+  // everything else is a ciphertext.
+  const auto constant_at = [&](std::size_t i) {
+    return (node.op == OpKind::multiply_plain && i == 1) || (node.op == OpKind::multiply_plain_sum && i % 2 == 1);
+  };
+  if (node.op == OpKind::multiply_plain_sum && node.args.size() % 2 != 0) {
+    throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(node.args.size()) +
+                               " arguments, expected ciphertext and constant pairs");
   }
-  if (node.op == OpKind::multiply_plain &&
-      program_.values_[static_cast<std::size_t>(node.args[1])].kind != ValueKind::constant) {
-    throw InvalidArgumentError("multiply_plain: '" + program_.values_[static_cast<std::size_t>(node.args[1])].name +
-                               "' is a ciphertext, expected a plaintext constant (use multiply)");
+  for (std::size_t i = 0; i < node.args.size(); ++i) {
+    const bool constant_allowed = i == 1 && (node.op == OpKind::add || node.op == OpKind::sub);
+    check_arg(op, {node.args[i]}, constant_allowed || constant_at(i));
+    const ValueInfo& value = program_.values_[static_cast<std::size_t>(node.args[i])];
+    if (constant_at(i) && value.kind != ValueKind::constant) {
+      throw InvalidArgumentError(std::string(op) + ": '" + value.name + "' (argument " + std::to_string(i) +
+                                 ") is a ciphertext, expected a plaintext constant (use multiply)");
+    }
   }
   std::vector<ValueRef> refs;
   node.results.clear();
@@ -304,6 +312,21 @@ ValueRef ProgramBuilder::to_coefficient(ValueRef a) { return result_of(make_node
 ValueRef ProgramBuilder::mod_raise(ValueRef a) { return result_of(make_node(OpKind::mod_raise, {a.id})); }
 ValueRef ProgramBuilder::mod_raise_encapsulated(ValueRef a) {
   return result_of(make_node(OpKind::mod_raise_encapsulated, {a.id}));
+}
+
+ValueRef ProgramBuilder::multiply_plain_sum(const std::vector<ValueRef>& values,
+                                            const std::vector<ValueRef>& constants) {
+  if (values.empty()) throw InvalidArgumentError("multiply_plain_sum: no terms, expected at least one");
+  if (values.size() != constants.size()) {
+    throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(values.size()) + " values and " +
+                               std::to_string(constants.size()) + " constants, expected one constant per value");
+  }
+  std::vector<int> args;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    args.push_back(values[i].id);
+    args.push_back(constants[i].id);
+  }
+  return result_of(make_node(OpKind::multiply_plain_sum, std::move(args)));
 }
 
 ValueRef ProgramBuilder::sum(const std::vector<ValueRef>& values) {

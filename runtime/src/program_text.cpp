@@ -318,6 +318,12 @@ Program Program::parse(const std::string& text) {
         case OpKind::sum:
           refs = {b.sum(args)};
           break;
+        case OpKind::multiply_plain_sum: {
+          std::vector<ValueRef> values, constants;
+          for (std::size_t i = 0; i < args.size(); ++i) (i % 2 == 0 ? values : constants).push_back(args[i]);
+          refs = {b.multiply_plain_sum(values, constants)};
+          break;
+        }
         case OpKind::multiply_relinearize_rescale:
           refs = {b.multiply_relinearize_rescale(args[0], args[1])};
           break;

@@ -662,7 +662,36 @@ std::vector<CaseDef> make_cases(int level) {
       },
       [=](T t) { return one(t.a); });
 
+  // 20 terms: more than one launch of a backend that fuses 15 or 16.
+  const auto twenty = [](Side& s, T t) {
+    std::vector<Ciphertext> batch;
+    for (int i = 0; i < 20; ++i) batch.push_back(s.ct(i % 3 == 0 ? t.ha : i % 3 == 1 ? t.hb : t.hc));
+    return batch;
+  };
+  const auto twenty_clear = [=](T t) {
+    return zip(zip(map(t.a, [](auto x) { return 7.0 * x; }), map(t.b, [](auto x) { return 7.0 * x; }), plus),
+               map(t.c, [](auto x) { return 6.0 * x; }), plus);
+  };
+  def(
+      "sum(20)", [=](Side& s, T t, P) { return single(s.get(s.engine.sum(twenty(s, t)))); },
+      [=](T t) { return one(twenty_clear(t)); });
+
   // Multiplication family.
+  def(
+      "multiply_plain_sum(3)",
+      [](Side& s, T t, P) {
+        const std::vector<Ciphertext> batch = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hc)};
+        const std::vector<Plaintext> plains(3, s.pt(t.pb));
+        return single(s.get(s.engine.multiply_plain_sum(batch, plains)));
+      },
+      [=](T t) { return one(zip(zip(zip(t.a, t.b, plus), t.c, plus), t.b, times)); });
+  def(
+      "multiply_plain_sum(20)",
+      [=](Side& s, T t, P) {
+        const std::vector<Plaintext> plains(20, s.pt(t.pb));
+        return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), plains)));
+      },
+      [=](T t) { return one(zip(twenty_clear(t), t.b, times)); });
   def(
       "multiply_integer(-3)", [](Side& s, T t, P) { return single(s.get(s.engine.multiply_integer(s.ct(t.ha), -3))); },
       [=](T t) { return one(map(t.a, [](auto x) { return -3.0 * x; })); });

@@ -39,6 +39,38 @@ TEST_F(EngineErrors, MismatchedScales) {
   expect_error<StateError>([&] { f.engine.add(top, other); }, {"scales 2^40 and 2^30", "expected equal scales"});
 }
 
+TEST_F(EngineErrors, MultiplyPlainSumOperands) {
+  const Plaintext p = f.plaintext(a, 3, f.scale());
+  const Plaintext p30 = f.plaintext(a, 3, std::ldexp(1.0, 30));
+  const auto sum = [&](std::vector<Ciphertext> values, std::vector<Plaintext> plains) {
+    return f.engine.multiply_plain_sum(values, plains);
+  };
+  expect_error<InvalidArgumentError>([&] { sum({}, {}); }, {"multiply_plain_sum", "no terms"});
+  expect_error<InvalidArgumentError>(
+      [&] {
+        sum({top, top}, {p});
+      },
+      {"2 ciphertexts and 1 plaintexts", "one plaintext per ciphertext"});
+  expect_error<StateError>([&] { sum({top, low}, {p, p}); }, {"multiply_plain_sum", "levels 3 and 1"});
+  expect_error<StateError>([&] { sum({top, top}, {p, p30}); }, {"multiply_plain_sum", "scales 2^80 and 2^70"});
+}
+
+// The shape rules every backend's sum_products applies first.
+TEST_F(EngineErrors, SumProductsShapes) {
+  const auto out = f.engine.backend().allocate(8), x = f.engine.backend().allocate(8);
+  const PolyArg o{out.get(), 2, 4}, term{x.get(), 2, 4}, p{x.get(), 1, 4};
+  const auto refused = [&](std::vector<PolyArg> terms, std::vector<PolyArg> plains, const char* fragment) {
+    expect_error<InvalidArgumentError>([&] { check_sum_products(o, terms, plains); }, {"sum_products", fragment});
+  };
+  refused({}, {}, "no terms");
+  refused({term, term}, {p}, "2 ciphertexts and 1 plaintexts");
+  refused({PolyArg{x.get(), 2, 3}}, {}, "term 0 has 2 components of 3 limbs, expected the output's 2 of 4");
+  refused({o}, {}, "term 0 is the output");
+  refused({term}, {PolyArg{x.get(), 2, 4}}, "plaintext 0 has 2 components of 4 limbs, expected 1 of 4");
+  refused({term}, {PolyArg{out.get(), 1, 4}}, "plaintext 0 is the output");
+  EXPECT_NO_THROW(check_sum_products(o, std::vector<PolyArg>{term, term}, std::vector<PolyArg>{p, p}));
+}
+
 TEST_F(EngineErrors, MismatchedContexts) {
   Fixture g(small_params(12, 3), 9);
   const auto foreign = g.encrypt(a);

@@ -108,6 +108,26 @@ TEST_P(EngineTest, MultiplyRelinearizeRescale) {
   EXPECT_EQ(f->engine.download(fused).data, f->engine.download(relin).data);
 }
 
+// The fused sum of products has the residues of its parts, added in turn,
+// and decrypts to a b + b a.
+TEST_P(EngineTest, MultiplyPlainSumIsTheSumOfItsProducts) {
+  const auto pa = f->plaintext(a, level(), f->scale());
+  const auto pb = f->plaintext(b, level(), f->scale());
+  const std::vector<Ciphertext> values = {ca, cb};
+  const std::vector<Plaintext> plains = {pb, pa};
+  const Ciphertext fused = f->engine.multiply_plain_sum(values, plains);
+  const Ciphertext parts = f->engine.add(f->engine.multiply_plain(ca, pb), f->engine.multiply_plain(cb, pa));
+  EXPECT_EQ(fused.state.scale, parts.state.scale);
+  EXPECT_EQ(f->engine.download(fused).data, f->engine.download(parts).data);
+  const Message twice_ab = apply(a, b, [](auto x, auto y) { return 2.0 * x * y; });
+  if (level() > 0) {
+    EXPECT_LT(max_error(twice_ab, f->decrypt(f->engine.rescale(fused))), tolerance);
+  }
+  const std::vector<Ciphertext> three = {ca, cb, ca};
+  const Ciphertext added = f->engine.sum(three);
+  EXPECT_EQ(f->engine.download(added).data, f->engine.download(f->engine.add(f->engine.add(ca, cb), ca)).data);
+}
+
 TEST_P(EngineTest, MultiplyPlainScalarInteger) {
   if (level() == 0) GTEST_SKIP() << "no level left to rescale";
   const auto pb = f->plaintext(b, level(), f->scale());

@@ -270,10 +270,11 @@ TEST(PipelineRefusal, ValuesBeyondTheModulusAndSizesBeyondTheSlotsAtTheirLine) {
   const std::string matrix = refusal(kSmallParams +
                                      "inputs:\n  x: [1, 2]\n  W: {values: [[1e308, 1], [1, 1]], encrypted: false}\n"
                                      "steps: [{name: y, op: matvec, args: [x], matrix: W}]\n");
-  EXPECT_EQ(matrix.rfind("test.yaml:5:9: key 'steps[0]': step 'y' (matvec): multiply_plain: constant '__y_0': values "
-                         "up to 1e+308 at scale 2^",
-                         0),
-            0u)
+  EXPECT_EQ(
+      matrix.rfind("test.yaml:5:9: key 'steps[0]': step 'y' (matvec): multiply_plain_sum: constant '__y_0': values "
+                   "up to 1e+308 at scale 2^",
+                   0),
+      0u)
       << matrix;
   // Refused before 10^10 values are generated.
   EXPECT_EQ(refusal(kSmallParams + "inputs: {x: {random: {shape: [100000, 100000]}}}\n"

@@ -78,6 +78,7 @@ Program every_op_program() {
   out("nt", b.to_ntt(co));
   out("s", b.sum({x, y, a}));
   out("mrr", b.multiply_relinearize_rescale(x, y));
+  out("mps", b.multiply_plain_sum({x, y}, {c2, c2}));
   return b.build();
 }
 
@@ -99,7 +100,7 @@ TEST(ProgramText, RoundTripsEveryOperation) {
   const Program p = every_op_program();
   std::set<OpKind> ops;
   for (const auto& node : p.nodes()) ops.insert(node.op);
-  EXPECT_EQ(ops.size(), 19u) << "the program should use every OpKind";
+  EXPECT_EQ(ops.size(), 20u) << "the program should use every OpKind";
   const std::string text = p.print();
   const Program q = Program::parse(text);
   EXPECT_TRUE(q == p) << text << "\n---\n" << q.print();
@@ -226,6 +227,13 @@ TEST(ProgramBuilderTest, RefusesMalformedPrograms) {
   EXPECT_NE(error_of<InvalidArgumentError>([&] { b.negate(ValueRef{42}); }).find("not a value"), std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { b.rotate_hoisted(x, {}); }).find("no steps"), std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { b.sum({}); }).find("no arguments"), std::string::npos);
+  EXPECT_NE(
+      error_of<InvalidArgumentError>([&] { b.multiply_plain_sum({x}, {x}); }).find("expected a plaintext constant"),
+      std::string::npos);
+  EXPECT_NE(error_of<InvalidArgumentError>([&] {
+              b.multiply_plain_sum({x, x}, {d});
+            }).find("one constant per value"),
+            std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { b.add_scalar(x, NAN); }).find("not finite"), std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { b.output("o", d); }).find("plaintext constant"), std::string::npos);
   auto y = b.negate(x);
@@ -240,7 +248,7 @@ TEST(ProgramBuilderTest, RefusesMalformedPrograms) {
 }
 
 TEST(ProgramBuilderTest, OpKindNames) {
-  for (int i = 0; i <= static_cast<int>(OpKind::multiply_relinearize_rescale); ++i) {
+  for (int i = 0; i <= static_cast<int>(OpKind::multiply_plain_sum); ++i) {
     const auto op = static_cast<OpKind>(i);
     EXPECT_EQ(op_kind_from_string(to_string(op)), op);
   }
@@ -418,6 +426,8 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   const auto h = e.rotate_hoisted(x, hoisted, g);
   const auto co = e.to_coefficient(x);
   const std::vector<Ciphertext> batch = {x, y, a};
+  const std::vector<Ciphertext> terms = {x, y};
+  const std::vector<Plaintext> plains = {c2, c2};
   const std::map<std::string, Ciphertext> expected = {
       {"ss", e.sub_scalar(e.add_scalar(e.negate(e.sub(a, y)), 0.1), -1.0 / 3.0)},
       {"sp", e.sub(e.add(x, c1), c1)},
@@ -434,6 +444,7 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
       {"nt", e.to_ntt(co)},
       {"s", e.sum(batch)},
       {"mrr", e.multiply_relinearize_rescale(x, y, *relin_)},
+      {"mps", e.multiply_plain_sum(terms, plains)},
   };
   ASSERT_EQ(out.map().size(), expected.size());
   for (const auto& [name, ct] : expected) {

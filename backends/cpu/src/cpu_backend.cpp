@@ -127,6 +127,35 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Limb by limb: each output row is finished while its operands' rows are
+  // in cache (the default makes a pass over the whole output per term).
+  void sum_products(const BackendContext& bc, const PolyArg& out, std::span<const PolyArg> a,
+                    std::span<const PolyArg> p) override {
+    check_sum_products(out, a, p);
+    const Context& ctx = bc.context();
+    const int level = level_of(ctx, out);
+    with_word(ctx, [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        W* o = limb_of<W>(out, n, c, i);
+        std::vector<W> term(p.empty() ? 0 : n);
+        for (std::size_t t = 0; t < a.size(); ++t) {
+          const W* x = limb_of<W>(a[t], n, c, i);
+          const W* y = x;
+          if (!p.empty()) {
+            multiply_residues(x, limb_of<W>(p[t], n, 0, i), term.data(), n, reducer<W>(ctx.level_modulus(level, i)));
+            y = term.data();
+          }
+          if (t == 0) {
+            if (o != y) std::memcpy(o, y, n * sizeof(W));
+          } else {
+            add_residues(o, y, o, n, static_cast<W>(q));
+          }
+        }
+      });
+    });
+  }
+
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const Context& c = ctx.context();

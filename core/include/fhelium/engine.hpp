@@ -63,6 +63,9 @@ class Engine {
   // relinearize(multiply(a, b)) in one backend call (fused where the backend can).
   Ciphertext multiply_relinearize(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const;
   Ciphertext multiply_plain(const Ciphertext& a, const Plaintext& p) const;  // scales multiply
+  // a_0 p_0 + a_1 p_1 + ... in one backend call (one pass where the backend
+  // fuses it): the products' levels, domains and scales must agree.
+  Ciphertext multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
   // Multiplies by round(value * scalar_scale); the result's scale is a.scale * scalar_scale.
   Ciphertext multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const;
   // Multiplies by an integer; the scale is unchanged.

@@ -28,7 +28,8 @@
  * two primes near 2^60) and lets a 32-bit level 0 of two primes reach
  * mod_raise: the host gives a context with wide levels, or a 32-bit chain of
  * level 0 only, only to plugins of 1.8 or later, and lifts a two-prime
- * level 0 itself for older ones.
+ * level 0 itself for older ones; 1.9 appends sum_products to the table and
+ * its operands (terms, plains, term_count) to FheliumOpArgs.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -47,7 +48,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 8
+#define FHELIUM_ABI_MINOR 9
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -159,6 +160,11 @@ typedef struct FheliumOpArgs {
   const uint32_t* galois_elements;
   const FheliumKey* keys;
   size_t count;
+  /* ABI 1.9, sum_products: `term_count` ciphertexts and as many one-component
+   * plaintexts, or plains NULL for a plain sum (all borrowed). */
+  const FheliumPoly* terms;
+  const FheliumPoly* plains;
+  size_t term_count;
 } FheliumOpArgs;
 
 typedef struct FheliumDeviceInfoArgs {
@@ -356,6 +362,10 @@ typedef struct FheliumBackendApi {
    * non-zero stops it with an error; the buffer's content is then
    * unspecified. NULL (or an older table): the host fills a copy and uploads it. */
   FheliumError* (*upload_filled)(FheliumFilledUploadArgs* args);
+  /* ABI 1.9: out = sum of terms[i] x plains[i] (NTT domain), or of terms[i]
+   * when plains is NULL, in one pass where the plugin fuses it. NULL (or an
+   * older table): the host runs multiply_plain and add. */
+  FheliumOpFn sum_products; /* terms, plains, term_count */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

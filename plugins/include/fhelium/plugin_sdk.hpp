@@ -306,6 +306,19 @@ struct Api {
       be.mod_raise(c, poly(x.out), poly(x.a));
     });
   }
+  static FheliumError* sum_products(FheliumOpArgs* a) {
+    if (!FHELIUM_SDK_HAS_FIELD(a, FheliumOpArgs, term_count) || a->terms == nullptr || a->term_count == 0) {
+      return invalid("sum_products: bad arguments (no terms)");
+    }
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      std::vector<PolyArg> terms, plains;
+      for (std::size_t i = 0; i < x.term_count; ++i) {
+        terms.push_back(poly(x.terms[i]));
+        if (x.plains) plains.push_back(poly(x.plains[i]));
+      }
+      be.sum_products(c, poly(x.out), terms, plains);
+    });
+  }
   static FheliumError* rotate(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
       be.rotate(c, poly(x.out), poly(x.a), x.galois_element, key(x.key));
@@ -548,7 +561,8 @@ struct Api {
                                        &rotate_hoisted,
                                        &multiply_relinearize,
                                        &mod_raise,
-                                       &upload_filled};
+                                       &upload_filled,
+                                       &sum_products};
     return &api;
   }
 };

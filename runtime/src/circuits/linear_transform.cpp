@@ -297,13 +297,13 @@ ValueRef LinearTransform::sum_groups(ProgramBuilder& b, const std::map<long, Val
 
   // P_g = sum of rot(diag_k, -g) * rot(x, k mod n1) over the group of g.
   const auto group_sum = [&](long giant) {
-    std::vector<ValueRef> terms;
+    std::vector<ValueRef> values, diagonals;
     for (long k : groups.at(giant)) {
-      const ValueRef diagonal =
-          b.constant(b.fresh_name(name + "_" + std::to_string(k)), pre_rotated(k, giant), diagonal_scale);
-      terms.push_back(b.multiply_plain(rotated.at(k % baby_), diagonal));
+      values.push_back(rotated.at(k % baby_));
+      diagonals.push_back(
+          b.constant(b.fresh_name(name + "_" + std::to_string(k)), pre_rotated(k, giant), diagonal_scale));
     }
-    return terms.size() == 1 ? terms[0] : b.sum(terms);
+    return values.size() == 1 ? b.multiply_plain(values[0], diagonals[0]) : b.multiply_plain_sum(values, diagonals);
   };
   if (horner_) {
     std::set<long> giants;

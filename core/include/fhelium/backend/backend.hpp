@@ -191,6 +191,14 @@ class Backend {
   virtual void multiply_plain(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& p) = 0;
   // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1); NTT domain.
   virtual void multiply(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b) = 0;
+  // out = a_0 p_0 + a_1 p_1 + ... (every component of a_i times the
+  // one-component plaintext p_i; NTT domain), or a_0 + a_1 + ... when p is
+  // empty (any domain). Every a_i has out's components and limbs; out may
+  // not alias an a_i or p_i. One pass over the operands where the backend fuses it:
+  // a linear transform's diagonals are these sums. The default runs
+  // multiply_plain and add through a temporary (the same residues).
+  virtual void sum_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                            std::span<const PolyArg> p);
 
   virtual void to_ntt(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   virtual void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
@@ -223,5 +231,9 @@ class Backend {
   virtual void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
                               std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) = 0;
 };
+
+// Backend::sum_products's rules on its operands' shapes (a backend's own
+// version calls it first): InvalidArgumentError naming what differs.
+void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p);
 
 }  // namespace fhelium

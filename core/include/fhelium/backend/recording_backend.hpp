@@ -64,6 +64,8 @@ class RecordingBackend final : public ForwardingBackend {
   // Recorded as one call, so the inner backend's own (fused) version replays.
   void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override;
+  void sum_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                    std::span<const PolyArg> p) override;
   void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override;
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,

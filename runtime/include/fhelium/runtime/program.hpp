@@ -51,29 +51,32 @@ using Slots = std::vector<std::complex<double>>;
 
 // Every Engine operation a Program can hold.
 enum class OpKind {
-  add,            // ciphertext + ciphertext, or ciphertext + plaintext constant
-  sub,            // likewise
+  add,  // ciphertext + ciphertext, or ciphertext + plaintext constant
+  sub,  // likewise
   negate,
-  add_scalar,     // `scalar`
-  sub_scalar,     // `scalar`
-  multiply,       // ciphertext x ciphertext -> 3 components
+  add_scalar,  // `scalar`
+  sub_scalar,  // `scalar`
+  multiply,    // ciphertext x ciphertext -> 3 components
   relinearize,
   multiply_plain,
   multiply_scalar,   // `scalar`, `scalar_scale`
   multiply_integer,  // `integer`
   rescale,
-  drop_to_level,     // `level`
-  rotate,            // `step`
+  drop_to_level,  // `level`
+  rotate,         // `step`
   conjugate,
-  rotate_hoisted,    // `steps`: one result per step
+  rotate_hoisted,  // `steps`: one result per step
   to_ntt,
   to_coefficient,
-  sum,               // any number of arguments
+  sum,  // any number of arguments
   multiply_relinearize_rescale,
-  mod_raise,         // bootstrapping's ModRaise: level 0 -> the top level
+  mod_raise,  // bootstrapping's ModRaise: level 0 -> the top level
   // ModRaise under the sparse-secret encapsulation: switch to the ephemeral
   // sparse secret (at q_0 p_0), ModRaise, switch back (Materials::sparse_encapsulation).
   mod_raise_encapsulated,
+  // x_0 c_0 + x_1 c_1 + ...: arguments alternate ciphertext and plaintext
+  // constant (one backend pass where the backend fuses it).
+  multiply_plain_sum,
 };
 
 const char* to_string(OpKind op);
@@ -191,6 +194,8 @@ class ProgramBuilder {
   ValueRef to_ntt(ValueRef a);
   ValueRef to_coefficient(ValueRef a);
   ValueRef sum(const std::vector<ValueRef>& values);
+  // Sum of values[i] x constants[i]: a linear transform's diagonals.
+  ValueRef multiply_plain_sum(const std::vector<ValueRef>& values, const std::vector<ValueRef>& constants);
   ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
   ValueRef mod_raise(ValueRef a);
   ValueRef mod_raise_encapsulated(ValueRef a);
