@@ -319,10 +319,15 @@ class PoisoningBackend final : public ForwardingBackend {
     if (bytes > 0) inner().upload(*buffer, poison_.data(), bytes);
     return buffer;
   }
-  // The backend's own version (ForwardingBackend's default would run its multiply and relinearize).
+  // The backend's own versions (ForwardingBackend's defaults would run its
+  // multiply and relinearize, its multiply_plain and add).
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
     inner().multiply_relinearize(c, out, a, b, key);
+  }
+  void sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                    std::span<const PolyArg> p) override {
+    inner().sum_products(c, out, a, p);
   }
 
  private:
@@ -389,7 +394,7 @@ struct Trial {
   int level = 0;
   Message a, b, c;
   HostValue ha, hb, hc;        // ciphertexts of a, b, c
-  HostValue pb;                // plaintext of b
+  HostValue pa, pb, pc;        // plaintexts of a, b, c
   HostValue product;           // a x b, 3 components (reference)
   HostValue relinearized;      // a x b, 2 components (reference)
   HostValue coeff_a, coeff_b;  // coefficient-domain a, b (reference)
@@ -412,7 +417,9 @@ Trial make_trial(ShapeSetup& s, int level, std::uint64_t seed) {
   t.ha = encryptor.encrypt(s.encoder.encode(t.a, level, scale), s.pk);
   t.hb = encryptor.encrypt(s.encoder.encode(t.b, level, scale), s.pk);
   t.hc = encryptor.encrypt(s.encoder.encode(t.c, level, scale), s.pk);
+  t.pa = s.encoder.encode(t.a, level, scale);
   t.pb = s.encoder.encode(t.b, level, scale);
+  t.pc = s.encoder.encode(t.c, level, scale);
   const Side& r = *s.reference;
   const auto ra = r.ct(t.ha);
   const auto rb = r.ct(t.hb);
@@ -662,36 +669,48 @@ std::vector<CaseDef> make_cases(int level) {
       },
       [=](T t) { return one(t.a); });
 
-  // 20 terms: more than one launch of a backend that fuses 15 or 16.
-  const auto twenty = [](Side& s, T t) {
+  // 20 terms: more than one launch of a backend that fuses 15 or 16. Term
+  // i is x_(i mod 3) y_((i + i / 3) mod 3), so every pairing occurs and a
+  // plaintext read for the wrong term changes the sum.
+  const auto term_pair = [](int i) { return std::pair{i % 3, (i + i / 3) % 3}; };
+  const auto twenty = [=](Side& s, T t) {
+    const HostValue* ciphertexts[] = {&t.ha, &t.hb, &t.hc};
     std::vector<Ciphertext> batch;
-    for (int i = 0; i < 20; ++i) batch.push_back(s.ct(i % 3 == 0 ? t.ha : i % 3 == 1 ? t.hb : t.hc));
+    for (int i = 0; i < 20; ++i) batch.push_back(s.ct(*ciphertexts[term_pair(i).first]));
     return batch;
   };
-  const auto twenty_clear = [=](T t) {
-    return zip(zip(map(t.a, [](auto x) { return 7.0 * x; }), map(t.b, [](auto x) { return 7.0 * x; }), plus),
-               map(t.c, [](auto x) { return 6.0 * x; }), plus);
+  const auto twenty_plains = [=](Side& s, T t) {
+    const HostValue* plaintexts[] = {&t.pa, &t.pb, &t.pc};
+    std::vector<Plaintext> plains;
+    for (int i = 0; i < 20; ++i) plains.push_back(s.pt(*plaintexts[term_pair(i).second]));
+    return plains;
+  };
+  const auto twenty_clear = [=](T t, bool products) {
+    const Message* messages[] = {&t.a, &t.b, &t.c};
+    Message total(t.a.size());
+    for (int i = 0; i < 20; ++i) {
+      const auto [x, y] = term_pair(i);
+      total = products ? zip(total, zip(*messages[x], *messages[y], times), plus) : zip(total, *messages[x], plus);
+    }
+    return total;
   };
   def(
       "sum(20)", [=](Side& s, T t, P) { return single(s.get(s.engine.sum(twenty(s, t)))); },
-      [=](T t) { return one(twenty_clear(t)); });
+      [=](T t) { return one(twenty_clear(t, false)); });
 
   // Multiplication family.
   def(
       "multiply_plain_sum(3)",
       [](Side& s, T t, P) {
         const std::vector<Ciphertext> batch = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hc)};
-        const std::vector<Plaintext> plains(3, s.pt(t.pb));
+        const std::vector<Plaintext> plains = {s.pt(t.pc), s.pt(t.pa), s.pt(t.pb)};
         return single(s.get(s.engine.multiply_plain_sum(batch, plains)));
       },
-      [=](T t) { return one(zip(zip(zip(t.a, t.b, plus), t.c, plus), t.b, times)); });
+      [=](T t) { return one(zip(zip(zip(t.a, t.c, times), zip(t.b, t.a, times), plus), zip(t.c, t.b, times), plus)); });
   def(
       "multiply_plain_sum(20)",
-      [=](Side& s, T t, P) {
-        const std::vector<Plaintext> plains(20, s.pt(t.pb));
-        return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), plains)));
-      },
-      [=](T t) { return one(zip(twenty_clear(t), t.b, times)); });
+      [=](Side& s, T t, P) { return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), twenty_plains(s, t)))); },
+      [=](T t) { return one(twenty_clear(t, true)); });
   def(
       "multiply_integer(-3)", [](Side& s, T t, P) { return single(s.get(s.engine.multiply_integer(s.ct(t.ha), -3))); },
       [=](T t) { return one(map(t.a, [](auto x) { return -3.0 * x; })); });
@@ -858,6 +877,15 @@ std::vector<CaseDef> make_cases(int level) {
   direct("multiply_plain", [](DirectCall& d, Side&, T t) {
     const auto a = d.input(t.ha), p = d.input(t.pb);
     d.backend().multiply_plain(d.prepared(), d.output(t.ha.state), a, p);
+  });
+  direct("sum_products", [](DirectCall& d, Side&, T t) {
+    const std::vector<PolyArg> terms = {d.input(t.ha), d.input(t.hb), d.input(t.hc)};
+    const std::vector<PolyArg> plains = {d.input(t.pc), d.input(t.pa), d.input(t.pb)};
+    d.backend().sum_products(d.prepared(), d.output(t.ha.state), terms, plains);
+  });
+  direct("sum_products(no plaintexts)", [](DirectCall& d, Side&, T t) {
+    const std::vector<PolyArg> terms = {d.input(t.ha), d.input(t.hb), d.input(t.hc)};
+    d.backend().sum_products(d.prepared(), d.output(t.ha.state), terms, {});
   });
   direct("multiply", [=](DirectCall& d, Side&, T t) {
     const auto a = d.input(t.ha), b = d.input(t.hb);

@@ -66,6 +66,13 @@ class SkipMultiplyRelinearizeBackend final : public BrokenBackend {
                             const KeyArg&) override {}
 };
 
+// Never writes sum_products' output (multiply_plain and add are fine).
+class SkipSumProductsBackend final : public BrokenBackend {
+ public:
+  void sum_products(const BackendContext&, const PolyArg&, std::span<const PolyArg>,
+                    std::span<const PolyArg>) override {}
+};
+
 // negate fails the way a device error would.
 class ThrowingNegateBackend final : public BrokenBackend {
  public:
@@ -164,6 +171,23 @@ TEST(Conformance, UnwrittenMultiplyRelinearizeOutputFails) {
   const auto* relinearize = find_case(results, "N4096/L3/K1/level3/relinearize");
   ASSERT_NE(relinearize, nullptr);
   EXPECT_TRUE(relinearize->passed) << relinearize->detail;
+}
+
+// Likewise sum_products: the Engine's sum and multiply_plain_sum reach the
+// backend's own version, and so does a direct call.
+TEST(Conformance, UnwrittenSumProductsOutputFails) {
+  const auto results = run_conformance(std::make_shared<SkipSumProductsBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) EXPECT_TRUE(contains(r.name, "sum")) << r.name << ": " << r.detail;
+  for (const char* name : {"sum(20)", "multiply_plain_sum(20)", "direct:sum_products"}) {
+    const auto* c = find_case(results, std::string("N4096/L3/K1/level3/") + name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_FALSE(c->passed) << name;
+  }
+  const auto* multiply_plain = find_case(results, "N4096/L3/K1/level3/multiply_plain");
+  ASSERT_NE(multiply_plain, nullptr);
+  EXPECT_TRUE(multiply_plain->passed) << multiply_plain->detail;
 }
 
 TEST(Conformance, UnwrittenRescaleOutputFails) {

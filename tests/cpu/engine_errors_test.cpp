@@ -53,6 +53,18 @@ TEST_F(EngineErrors, MultiplyPlainSumOperands) {
       {"2 ciphertexts and 1 plaintexts", "one plaintext per ciphertext"});
   expect_error<StateError>([&] { sum({top, low}, {p, p}); }, {"multiply_plain_sum", "levels 3 and 1"});
   expect_error<StateError>([&] { sum({top, top}, {p, p30}); }, {"multiply_plain_sum", "scales 2^80 and 2^70"});
+  expect_error<StateError>(
+      [&] {
+        sum({top, f.engine.to_coefficient(top)}, {p, p});
+      },
+      {"multiply_plain_sum", "expected the ntt domain"});
+  expect_error<StateError>(
+      [&] {
+        sum({top, f.engine.multiply(top, top)}, {p, p});
+      },
+      {"multiply_plain_sum", "3 components, expected 2"});
+  Fixture g(small_params(12, 3), 9);
+  expect_error<StateError>([&] { sum({top, g.encrypt(a)}, {p, p}); }, {"multiply_plain_sum", "context"});
 }
 
 // The shape rules every backend's sum_products applies first.

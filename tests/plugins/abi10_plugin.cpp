@@ -21,6 +21,7 @@ extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fheli
     a.struct_size = offsetof(FheliumBackendApi, multiply_relinearize);  // the 1.0 table ends at rotate_hoisted
     // Past struct_size: a host that reads it anyway gets this error.
     a.multiply_relinearize = [](FheliumOpArgs*) { return fhelium::sdk::invalid("read past the table's struct_size"); };
+    a.sum_products = [](FheliumOpArgs*) { return fhelium::sdk::invalid("read past the table's struct_size"); };
     a.extension_start = &device_info.base;
     return a;
   }();

@@ -14,6 +14,7 @@ extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fheli
   static const FheliumBackendApi api = [] {
     FheliumBackendApi a = *fhelium::sdk::Api<make, nullptr>::table("abi17", "1.7.0");
     a.abi_minor = 7;
+    a.struct_size = offsetof(FheliumBackendApi, sum_products);  // the 1.7 table ends at upload_filled
     // What a 1.7 plugin's ModRaise did with a level 0 of two primes.
     a.mod_raise = [](FheliumOpArgs*) { return fhelium::sdk::invalid("mod_raise: expected 1 limb at level 0"); };
     return a;

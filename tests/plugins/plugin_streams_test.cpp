@@ -368,6 +368,14 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   const Ciphertext fused = e.multiply_relinearize(a, a, e.upload_relinearization_key(relin));
   const RelinKey ref_rk = f.engine.upload_relinearization_key(relin);
   EXPECT_EQ(e.download(fused).data, f.engine.download(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk)).data);
+  // Nor sum_products (ABI 1.9): the host runs multiply_plain and add.
+  const HostValue plain = f.encoder.encode(f.random_message(1.0), 1, f.scale());
+  const Plaintext p = e.upload_plaintext(plain), ref_p = f.engine.upload_plaintext(plain);
+  const std::vector<Ciphertext> terms = {a, b, a}, ref_terms = {ref, ref, ref};
+  const std::vector<Plaintext> plains = {p, p, p}, ref_plains = {ref_p, ref_p, ref_p};
+  EXPECT_EQ(e.download(e.multiply_plain_sum(terms, plains)).data,
+            f.engine.download(f.engine.multiply_plain_sum(ref_terms, ref_plains)).data);
+  EXPECT_EQ(e.download(e.sum(terms)).data, f.engine.download(f.engine.sum(ref_terms)).data);
 }
 
 }  // namespace

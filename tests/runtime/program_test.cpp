@@ -49,6 +49,7 @@ Program every_op_program() {
   auto y = b.input("y");
   auto c1 = b.constant("c1");
   auto c2 = b.constant("c2", std::ldexp(1.0, 30));
+  auto c3 = b.constant("c3", std::ldexp(1.0, 30));
   const auto out = [&](const std::string& name, ValueRef v) {
     b.name(v, name);
     b.output(name, v);
@@ -78,7 +79,7 @@ Program every_op_program() {
   out("nt", b.to_ntt(co));
   out("s", b.sum({x, y, a}));
   out("mrr", b.multiply_relinearize_rescale(x, y));
-  out("mps", b.multiply_plain_sum({x, y}, {c2, c2}));
+  out("mps", b.multiply_plain_sum({x, y}, {c2, c3}));
   return b.build();
 }
 
@@ -106,7 +107,7 @@ TEST(ProgramText, RoundTripsEveryOperation) {
   EXPECT_TRUE(q == p) << text << "\n---\n" << q.print();
   EXPECT_EQ(q.print(), text);
   EXPECT_EQ(q.input_names(), (std::vector<std::string>{"x", "y"}));
-  EXPECT_EQ(q.constant_names(), (std::vector<std::string>{"c1", "c2"}));
+  EXPECT_EQ(q.constant_names(), (std::vector<std::string>{"c1", "c2", "c3"}));
 }
 
 TEST(ProgramText, ScalarsRoundTripExactly) {
@@ -408,15 +409,17 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   const PreparedProgram prepared = program.prepare(f().context, top_state());
   const int L = f().context->max_level();
   const Message xm = f().random_message(1.0), ym = f().random_message(1.0), c1m = f().random_message(1.0),
-                c2m = f().random_message(1.0);
+                c2m = f().random_message(1.0), c3m = f().random_message(1.0);
   const Ciphertext x = f().encrypt(xm), y = f().encrypt(ym);
   const Plaintext c1 = f().plaintext(c1m, L, f().scale());
   const Plaintext c2 = f().plaintext(c2m, L, std::ldexp(1.0, 30));
+  const Plaintext c3 = f().plaintext(c3m, L, std::ldexp(1.0, 30));
   EXPECT_EQ(prepared.constant_states().at("c2"), c2.state);
 
   Materials materials = keys();
   materials.constants["c1"] = c1;   // encoded
   materials.constants["c2"] = c2m;  // clear, encoded at link
+  materials.constants["c3"] = c3;
   const ValueTree out = link(prepared, engine(), materials).run(ValueTree(ValueTree::Map{{"x", x}, {"y", y}}));
 
   const Engine& e = engine();
@@ -427,7 +430,7 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   const auto co = e.to_coefficient(x);
   const std::vector<Ciphertext> batch = {x, y, a};
   const std::vector<Ciphertext> terms = {x, y};
-  const std::vector<Plaintext> plains = {c2, c2};
+  const std::vector<Plaintext> plains = {c2, c3};
   const std::map<std::string, Ciphertext> expected = {
       {"ss", e.sub_scalar(e.add_scalar(e.negate(e.sub(a, y)), 0.1), -1.0 / 3.0)},
       {"sp", e.sub(e.add(x, c1), c1)},
@@ -455,7 +458,7 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   }
   // Every output against the clear evaluator (the constants' clear values).
   const std::size_t slots = f().context->ring_degree() / 2;
-  const auto clear = evaluate_clear(program, {{"x", xm}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}}, slots);
+  const auto clear = evaluate_clear(program, {{"x", xm}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}, {"c3", c3m}}, slots);
   ASSERT_EQ(clear.size(), expected.size());
   for (const auto& [name, values] : clear) {
     EXPECT_LT(max_error(values, f().decrypt(out.at(name).ciphertext())), 1e-4) << name;
@@ -465,9 +468,11 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   Message triple(slots);
   for (std::size_t i = 0; i < slots; ++i) triple[i] = -3.0 * (i < xm.size() ? xm[i] : 0.0);
   EXPECT_LT(max_error(triple, clear.at("mi")), 1e-15);
-  EXPECT_THROW(evaluate_clear(program, {{"x", xm}}, {{"c1", c1m}, {"c2", c2m}}, slots), InvalidArgumentError);
-  EXPECT_THROW(evaluate_clear(program, {{"x", Message(slots + 1)}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}}, slots),
+  EXPECT_THROW(evaluate_clear(program, {{"x", xm}}, {{"c1", c1m}, {"c2", c2m}, {"c3", c3m}}, slots),
                InvalidArgumentError);
+  EXPECT_THROW(
+      evaluate_clear(program, {{"x", Message(slots + 1)}, {"y", ym}}, {{"c1", c1m}, {"c2", c2m}, {"c3", c3m}}, slots),
+      InvalidArgumentError);
 }
 
 TEST_F(ProgramRun, RotationsComposeFromPowerOfTwoKeysButHoistedOnesNeedTheExactKey) {

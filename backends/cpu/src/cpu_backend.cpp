@@ -137,20 +137,24 @@ class CpuBackend final : public Backend {
     with_word(ctx, [&](auto word) {
       using W = decltype(word);
       for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        const auto product = [&](std::size_t t, W* into) {
+          multiply_residues(limb_of<W>(a[t], n, c, i), limb_of<W>(p[t], n, 0, i), into, n,
+                            reducer<W>(ctx.level_modulus(level, i)));
+        };
         W* o = limb_of<W>(out, n, c, i);
-        std::vector<W> term(p.empty() ? 0 : n);
-        for (std::size_t t = 0; t < a.size(); ++t) {
-          const W* x = limb_of<W>(a[t], n, c, i);
-          const W* y = x;
+        if (p.empty()) {
+          std::memcpy(o, limb_of<W>(a[0], n, c, i), n * sizeof(W));
+        } else {
+          product(0, o);
+        }
+        std::vector<W> term(p.empty() || a.size() == 1 ? 0 : n);
+        for (std::size_t t = 1; t < a.size(); ++t) {
+          const W* y = limb_of<W>(a[t], n, c, i);
           if (!p.empty()) {
-            multiply_residues(x, limb_of<W>(p[t], n, 0, i), term.data(), n, reducer<W>(ctx.level_modulus(level, i)));
+            product(t, term.data());
             y = term.data();
           }
-          if (t == 0) {
-            if (o != y) std::memcpy(o, y, n * sizeof(W));
-          } else {
-            add_residues(o, y, o, n, static_cast<W>(q));
-          }
+          add_residues(o, y, o, n, static_cast<W>(q));
         }
       });
     });
