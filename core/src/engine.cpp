@@ -322,20 +322,12 @@ Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<c
     throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(a.size()) + " ciphertexts and " +
                                std::to_string(p.size()) + " plaintexts, expected one plaintext per ciphertext");
   }
-  ValueState s = a[0].state;
-  s.scale = a[0].state.scale * p[0].state.scale;
+  const ValueState s = plain_product_state(op, a[0], p[0]);
   std::vector<PolyArg> terms, plains;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    check_own(a[i], op);
-    check_own(p[i], op);
-    require_components(op, p[i].state, 1);
-    require_components(op, a[i].state, a[0].state.components);
-    require_ntt(op, a[i].state);
-    require_ntt(op, p[i].state);
-    require_same_level(op, a[0].state, a[i].state);
-    require_same_level(op, a[i].state, p[i].state);
-    ValueState product = a[i].state;
-    product.scale = a[i].state.scale * p[i].state.scale;
+    require_same_level(op, s, a[i].state);
+    const ValueState product = plain_product_state(op, a[i], p[i]);
+    require_components(op, a[i].state, s.components);
     require_aligned(op, s, product);  // the products' scales must agree to be summed
     terms.push_back(arg(a[i]));
     plains.push_back(arg(p[i]));
@@ -396,16 +388,20 @@ Ciphertext Engine::multiply_relinearize(const Ciphertext& a, const Ciphertext& b
   return out;
 }
 
-Ciphertext Engine::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
-  check_own(a, "multiply_plain");
-  check_own(p, "multiply_plain");
-  require_components("multiply_plain", p.state, 1);
-  require_ntt("multiply_plain", a.state);
-  require_ntt("multiply_plain", p.state);
-  require_same_level("multiply_plain", a.state, p.state);
+ValueState Engine::plain_product_state(const char* op, const Ciphertext& a, const Plaintext& p) const {
+  check_own(a, op);
+  check_own(p, op);
+  require_components(op, p.state, 1);
+  require_ntt(op, a.state);
+  require_ntt(op, p.state);
+  require_same_level(op, a.state, p.state);
   ValueState s = a.state;
   s.scale = a.state.scale * p.state.scale;
-  Ciphertext out = make_ciphertext(s);
+  return s;
+}
+
+Ciphertext Engine::multiply_plain(const Ciphertext& a, const Plaintext& p) const {
+  Ciphertext out = make_ciphertext(plain_product_state("multiply_plain", a, p));
   backend_->multiply_plain(*prepared_, arg(out), arg(a), arg(p));
   return out;
 }

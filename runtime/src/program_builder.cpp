@@ -165,10 +165,6 @@ std::vector<ValueRef> ProgramBuilder::results_of(Node node, std::size_t count) {
   const auto constant_at = [&](std::size_t i) {
     return (node.op == OpKind::multiply_plain && i == 1) || (node.op == OpKind::multiply_plain_sum && i % 2 == 1);
   };
-  if (node.op == OpKind::multiply_plain_sum && node.args.size() % 2 != 0) {
-    throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(node.args.size()) +
-                               " arguments, expected ciphertext and constant pairs");
-  }
   for (std::size_t i = 0; i < node.args.size(); ++i) {
     const bool constant_allowed = i == 1 && (node.op == OpKind::add || node.op == OpKind::sub);
     check_arg(op, {node.args[i]}, constant_allowed || constant_at(i));

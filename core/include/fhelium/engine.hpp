@@ -115,6 +115,9 @@ class Engine {
   Ciphertext rotate_by_element(const Ciphertext& a, std::uint32_t element, const GaloisKeys& keys) const;
   const SwitchKey& galois_key(const GaloisKeys& keys, std::uint32_t element, long step) const;
   void check_own(const Value& v, const char* what) const;
+  // The state of a x p after multiply_plain's checks (ownership, one-component
+  // plaintext, NTT domain, equal levels).
+  ValueState plain_product_state(const char* op, const Ciphertext& a, const Plaintext& p) const;
   // Both operands own, same level, scale and domain; b has b_components.
   void check_addable(const char* op, const Value& a, const Value& b, int b_components) const;
   // A two-component NTT-domain ciphertext of this context.
