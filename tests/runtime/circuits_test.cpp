@@ -166,6 +166,13 @@ TEST_P(PolynomialCircuit, ExactDepthAndScaleAndTheClearValues) {
   for (const auto& node : out.prepared.program().nodes()) products += node.op == runtime::OpKind::multiply_relinearize_rescale;
   // Baby-step giant-step: about 2 sqrt(2 (d+1)) + depth products (119: 24), not d - 1.
   EXPECT_LE(static_cast<double>(products), 2 * std::sqrt(2.0 * (c.degree + 1)) + depth) << products;
+  // Leaves at one level share their powers' drops: no value is dropped to a level twice.
+  std::set<std::pair<int, int>> drops;
+  for (const auto& node : out.prepared.program().nodes()) {
+    if (node.op != runtime::OpKind::drop_to_level) continue;
+    EXPECT_TRUE(drops.insert({node.args[0], node.level}).second)
+        << "value " << node.args[0] << " to level " << node.level;
+  }
   // The program's clear run is the polynomial (the algorithm), and the
   // encrypted run is the program's clear run (the arithmetic).
   for (std::size_t i = 0; i < slots(); ++i) ASSERT_LT(std::abs(out.clear[i] - p.evaluate(xm[i])), 1e-9) << i;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <numbers>
+#include <utility>
 
 #include "circuit_internal.hpp"
 #include "fhelium/circuits/slots.hpp"
@@ -50,7 +51,7 @@ class Evaluator {
     int m = 1;
     while (m * 2 <= degree) m *= 2;
     auto [q, r] = divide(c, m);
-    const ValueRef pm = detail::at_level(b_, power(m), t + 1);
+    const ValueRef pm = power_at(m, t + 1);
     const double q_scale = scale * detail::rescale_divisor(b_, t + 1) / b_.state(pm).scale;
     const Part quotient = evaluate(std::move(q), t + 1, q_scale);
     ValueRef product = quotient.ciphertext ? b_.multiply_relinearize_rescale(*quotient.ciphertext, pm)
@@ -71,7 +72,7 @@ class Evaluator {
     std::vector<ValueRef> terms;
     for (std::size_t i = 1; i < c.size(); ++i) {
       if (c[i] == 0.0) continue;
-      const ValueRef p = detail::at_level(b_, power(static_cast<int>(i)), t + 1);
+      const ValueRef p = power_at(static_cast<int>(i), t + 1);
       terms.push_back(b_.multiply_scalar(p, c[i], target / b_.state(p).scale));
     }
     ValueRef sum = terms.size() == 1 ? terms[0] : b_.sum(terms);
@@ -96,13 +97,31 @@ class Evaluator {
     return {q, r};
   }
 
+  // P[i] dropped to `level`, once per (i, level): the leaves of one level
+  // share their powers' copies.
+  ValueRef power_at(int i, int level) {
+    const ValueRef p = power(i);
+    if (b_.state(p).level == level) return p;
+    const auto [found, inserted] = dropped_.try_emplace({i, level}, p);
+    if (inserted) found->second = b_.drop_to_level(p, level);
+    return found->second;
+  }
+
+  // P[i] at (level, scale) from its shared drop to `level`, or to level + 1
+  // where a rescale sets the scale.
+  ValueRef aligned_power(int i, int level, double scale) {
+    const ValueState s = b_.state(power(i));  // a copy: power_at adds nodes
+    if (same_scale(s.scale, scale)) return power_at(i, level);
+    return align(b_, s.level > level ? power_at(i, level + 1) : power(i), level, scale);
+  }
+
   ValueRef power(int i) {
     if (const auto found = powers_.find(i); found != powers_.end()) return found->second;
     int a = 1;
     while (a * 2 < i) a *= 2;  // largest power of two below i
     const int level = level_of(a);
-    const ValueRef pa = detail::at_level(b_, power(a), level);
-    const ValueRef pb = detail::at_level(b_, power(i - a), level);
+    const ValueRef pa = power_at(a, level);
+    const ValueRef pb = power_at(i - a, level);
     ValueRef result = b_.multiply_relinearize_rescale(pa, pb);
     if (chebyshev_) {
       // T_(a+b) = 2 T_a T_b - T_(a-b); T_(2a) = 2 T_a^2 - 1.
@@ -111,7 +130,7 @@ class Evaluator {
         result = b_.sub_scalar(result, 1.0);
       } else {
         const ValueState& s = b_.state(result);
-        result = b_.sub(result, align(b_, power(2 * a - i), s.level, s.scale));
+        result = b_.sub(result, aligned_power(2 * a - i, s.level, s.scale));
       }
     }
     if (b_.state(result).level != level_of(i)) {
@@ -127,6 +146,7 @@ class Evaluator {
   int baby_;
   int top_;
   std::map<int, ValueRef> powers_;
+  std::map<std::pair<int, int>, ValueRef> dropped_;  // (i, level) -> P[i] at that level
 };
 
 }  // namespace
