@@ -70,11 +70,25 @@ json::object time_op(const std::string& name, int runs, int warmup, Backend& bac
 }  // namespace
 
 std::vector<std::string> bench_operations() {
-  return {"encode",          "encrypt",    "decrypt",          "upload",
-          "download",        "add",        "add_scalar",       "multiply_plain",
-          "multiply_scalar", "multiply",   "relinearize",      "multiply_relinearize",
-          "rescale",         "rotate",     "rotate_hoisted_8", "rotate_8_separately",
-          "ntt_forward",     "ntt_inverse"};
+  return {"encode",
+          "encrypt",
+          "decrypt",
+          "upload",
+          "download",
+          "add",
+          "add_scalar",
+          "multiply_plain",
+          "multiply_scalar",
+          "multiply",
+          "relinearize",
+          "multiply_relinearize",
+          "rescale",
+          "rotate",
+          "rotate_hoisted_8",
+          "rotate_8_separately",
+          "ntt_forward",
+          "ntt_inverse",
+          "multiply_plain_sum_8"};
 }
 
 void check_bench_operations(const std::vector<std::string>& ops) {
@@ -127,6 +141,15 @@ json::object bench_preset(const std::string& preset_name, const std::shared_ptr<
   const Ciphertext a3 = engine.multiply(a, b);
   const Ciphertext a_coeff = engine.to_coefficient(a);
   const HostValue a_host = engine.download(a);
+  // A giant group of a linear transform: 8 ciphertexts, each with its own diagonal.
+  std::vector<Ciphertext> group_values;
+  std::vector<Plaintext> group_diagonals;
+  for (int i = 0; i < 8; ++i) {
+    group_values.push_back(engine.add_scalar(a, 0.125 * i));
+    std::vector<double> diagonal(m);
+    std::rotate(diagonal.begin(), diagonal.begin() + i, diagonal.end());
+    group_diagonals.push_back(engine.upload_plaintext(encoder.encode(diagonal, top, scale)));
+  }
 
   // Encryption and decryption run on the host (as in SEAL); moving the
   // ciphertext to and from the backend is timed separately.
@@ -152,6 +175,7 @@ json::object bench_preset(const std::string& preset_name, const std::shared_ptr<
        }},
       {"ntt_forward", [&] { engine.to_ntt(a_coeff); }},
       {"ntt_inverse", [&] { engine.to_coefficient(a); }},
+      {"multiply_plain_sum_8", [&] { engine.multiply_plain_sum(group_values, group_diagonals); }},
   };
   json::array results;
   for (const auto& op : ops) results.push_back(time_op(op, runs, warmup, engine.backend(), table.at(op)));
