@@ -325,6 +325,7 @@ Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<c
   const ValueState s = plain_product_state(op, a[0], p[0]);
   std::vector<PolyArg> terms, plains;
   for (std::size_t i = 0; i < a.size(); ++i) {
+    check_own(a[i], op);  // before its level: another context's levels say nothing here
     require_same_level(op, s, a[i].state);
     const ValueState product = plain_product_state(op, a[i], p[i]);
     require_components(op, a[i].state, s.components);

@@ -65,6 +65,8 @@ TEST_F(EngineErrors, MultiplyPlainSumOperands) {
       {"multiply_plain_sum", "3 components, expected 2"});
   Fixture g(small_params(12, 3), 9);
   expect_error<StateError>([&] { sum({top, g.encrypt(a)}, {p, p}); }, {"multiply_plain_sum", "context"});
+  // Ownership is checked before the level: another context's value at another level.
+  expect_error<StateError>([&] { sum({top, g.encrypt(a, 1)}, {p, p}); }, {"multiply_plain_sum", "belongs to context"});
 }
 
 // The shape rules every backend's sum_products applies first.
