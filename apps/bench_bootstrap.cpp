@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 
@@ -198,6 +199,8 @@ int main(int argc, char** argv) {
     };
     const auto& nodes = bootstrapper->program().program().nodes();
     std::vector<double> stage_ms(bounds.size(), 0.0);
+    // Per stage and operation: nodes and synchronized ms (where the time goes).
+    std::vector<std::map<std::string, std::pair<std::size_t, double>>> stage_ops(bounds.size());
     std::vector<std::size_t> stage_switches(bounds.size(), 0), stage_nodes(bounds.size(), 0);
     for (std::size_t k = 0; k < nodes.size(); ++k) {
       stage_switches[stage_of(k)] += key_switches(nodes[k]);
@@ -208,15 +211,24 @@ int main(int argc, char** argv) {
     (void)bootstrapper->executable().run(runtime::ValueTree(runtime::ValueTree::Map{{"x", x}}), [&](std::size_t node) {
       engine.backend().synchronize();
       const auto now = Clock::now();
-      stage_ms[stage_of(node)] += std::chrono::duration<double, std::milli>(now - last).count();
+      const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+      stage_ms[stage_of(node)] += ms;
+      auto& op = stage_ops[stage_of(node)][runtime::to_string(nodes[node].op)];
+      ++op.first;
+      op.second += ms;
       last = now;
     });
     json::array stages;
     for (std::size_t s = 0; s < bounds.size(); ++s) {
+      json::object ops;
+      for (const auto& [name, op] : stage_ops[s]) {
+        ops[name] = json::object{{"nodes", op.first}, {"synchronized_ms", op.second}};
+      }
       stages.push_back(json::object{{"stage", bounds[s].first},
                                     {"nodes", stage_nodes[s]},
                                     {"key_switches", stage_switches[s]},
-                                    {"synchronized_ms", stage_ms[s]}});
+                                    {"synchronized_ms", stage_ms[s]},
+                                    {"operations", ops}});
     }
 
     char host[256] = {};
