@@ -366,6 +366,28 @@ class CudaBackend final : public Backend {
     });
   }
 
+  void sum_products(const BackendContext& bc, const PolyArg& out, std::span<const PolyArg> a,
+                    std::span<const PolyArg> p) override {
+    guarded("sum_products", [&] {
+      check_sum_products(out, a, p);
+      Op op(*this, bc, "sum_products");
+      const kernels::Poly o = op.out(out);
+      std::vector<kernels::Poly> terms;
+      std::vector<kernels::Poly> plains;
+      for (const PolyArg& term : a) terms.push_back(op.in(term));
+      for (const PolyArg& plain : p) plains.push_back(op.in(plain));
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        std::vector<narrow::Poly> terms32;
+        std::vector<narrow::Poly> plains32;
+        for (const kernels::Poly& term : terms) terms32.push_back(op.n32(term));
+        for (const kernels::Poly& plain : plains) plains32.push_back(op.n32(plain));
+        return op.issue([&] { narrow::sum_products(op.stream(), op.n(), primes, op.n32(o), terms32, plains32); });
+      }
+      op.issue([&] { kernels::sum_products(op.launch, o, terms, plains); });
+    });
+  }
+
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("multiply", [&] {
       Op op(*this, bc, "multiply");

@@ -5,6 +5,7 @@
 #include "cuda_check.hpp"
 #include "kernels.hpp"
 #include "modarith.cuh"
+#include "term_chunks.hpp"
 #include "word_pairs.cuh"
 
 namespace fhelium::cuda::kernels {
@@ -16,6 +17,14 @@ constexpr int max_constant_limbs = 64;  // per launch (kernel parameter space)
 struct LimbConstants {
   u64 value[max_constant_limbs];
   u64 shoup[max_constant_limbs];
+};
+
+// The terms of one sum_products launch, by value.
+constexpr int max_terms_per_launch = 15;
+struct SumTerms {
+  const u64* a[max_terms_per_launch];
+  const u64* p[max_terms_per_launch];  // p[0] null: no plaintexts
+  int count;
 };
 
 dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
@@ -105,6 +114,33 @@ __global__ void __launch_bounds__(threads)
   store_pair(out + at, make_ulonglong2(mul_mod(x.x, y.x, prime), mul_mod(x.y, y.y, prime)));
 }
 
+// out = sum of a_i p_i (or of a_i when p[0] is null) over `count` terms, plus
+// out itself when `accumulate` (a later chunk of terms): the products add up
+// in 128 bits, count q^2 + q < 2^128 for q < 2^62, and one reduction per word.
+__global__ void __launch_bounds__(threads)
+    sum_products_kernel(u64* out, SumTerms terms, bool accumulate, u32 n, int limbs, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const int limb = row % limbs;
+  const DevPrime prime = primes[limb];
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const std::size_t at = static_cast<std::size_t>(row) * n + k;
+  const std::size_t plain_at = static_cast<std::size_t>(limb) * n + k;
+  U128 x;
+  U128 y;
+  if (accumulate) {
+    const ulonglong2 o = load_pair(out + at);
+    x.lo = o.x;
+    y.lo = o.y;
+  }
+  for (int t = 0; t < terms.count; ++t) {
+    const ulonglong2 v = load_pair(terms.a[t] + at);
+    const ulonglong2 w = terms.p[0] ? load_pair(terms.p[t] + plain_at) : make_ulonglong2(1, 1);
+    mul_add(x, v.x, w.x);
+    mul_add(y, v.y, w.y);
+  }
+  store_pair(out + at, make_ulonglong2(reduce128(x, prime), reduce128(y, prime)));
+}
+
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1), or without a1 b1
 // when !THIRD (multiply_relinearize's part beside the key switch); blockIdx.y = limb.
 template <bool THIRD>
@@ -186,6 +222,14 @@ void multiply_plain(const Launch& l, Poly out, Poly a, Poly p) {
   multiply_plain_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
       out.data, a.data, p.data, l.n, out.limbs, l.tables.primes);
   check_launch("multiply_plain");
+}
+
+void sum_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const Poly> p) {
+  for_each_term_chunk<SumTerms>(a, p, [&](const SumTerms& terms, bool accumulate) {
+    sum_products_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
+        out.data, terms, accumulate, l.n, out.limbs, l.tables.primes);
+    check_launch("sum_products");
+  });
 }
 
 void multiply(const Launch& l, Poly out, Poly a, Poly b) {

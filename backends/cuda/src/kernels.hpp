@@ -42,6 +42,9 @@ void add_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residu
 void multiply_constant(const Launch& l, Poly out, Poly a, std::span<const u64> residues,
                        std::span<const u64> residues_shoup);
 void multiply_plain(const Launch& l, Poly out, Poly a, Poly p);
+// out = a_0 p_0 + a_1 p_1 + ..., or a_0 + a_1 + ... when p is empty
+// (Backend::sum_products); out is none of the operands.
+void sum_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const Poly> p);
 void multiply(const Launch& l, Poly out, Poly a, Poly b);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0): multiply's first two components.
 void multiply_linear(const Launch& l, Poly out, Poly a, Poly b);

@@ -4,6 +4,7 @@
 #include "cuda_check.hpp"
 #include "narrow_arith.cuh"
 #include "narrow_kernels.hpp"
+#include "term_chunks.hpp"
 
 namespace fhelium::cuda::narrow {
 namespace {
@@ -95,6 +96,28 @@ struct MultiplyPlain {
   }
 };
 
+// out = the sum of a_i p_i (of a_i when p[0] is null), plus out itself when
+// `accumulate` (a later launch of the same sum).
+struct SumProducts {
+  u32 n;
+  const Prime* primes;
+  Poly out;
+  SumTerms terms;
+  bool accumulate;
+  __device__ void operator()(int c, int i, std::size_t k) const {
+    const Prime m = primes[i];
+    const Residues sums = view(out, n);
+    const std::size_t at = sums.mapping()(c, i, k);  // the same place in every a_t
+    const std::size_t plain_at = sums.mapping()(0, i, k);
+    u32 sum = accumulate ? sums(c, i, k) : 0;
+    for (int t = 0; t < terms.count; ++t) {
+      const u32 x = terms.a[t][at];
+      sum = add_mod(sum, terms.p[0] ? mul_mod(x, terms.p[t][plain_at], m) : x, m.q);
+    }
+    sums(c, i, k) = sum;
+  }
+};
+
 // One thread per residue of all three outputs.
 struct Multiply {
   u32 n;
@@ -146,6 +169,13 @@ void multiply_constant(cudaStream_t stream, u32 n, const Prime* primes, Poly out
 
 void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly p) {
   launch(stream, out, MultiplyPlain{n, primes, out, a, p}, "narrow multiply_plain");
+}
+
+void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
+                  std::span<const Poly> p) {
+  for_each_term_chunk<SumTerms>(a, p, [&](const SumTerms& terms, bool accumulate) {
+    launch(stream, out, SumProducts{n, primes, out, terms, accumulate}, "narrow sum_products");
+  });
 }
 
 void multiply(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly b) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <span>
 
 #include "narrow_types.hpp"
 
@@ -31,6 +32,16 @@ void multiply_constant(cudaStream_t stream, u32 n, const Prime* primes, Poly out
                        const LimbConstants& constants);
 // p has one component.
 void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly p);
+// out = a_0 p_0 + a_1 p_1 + ..., or a_0 + a_1 + ... when p is empty
+// (Backend::sum_products); out is none of the operands.
+constexpr int max_terms_per_launch = 16;
+struct SumTerms {
+  const u32* a[max_terms_per_launch];
+  const u32* p[max_terms_per_launch];  // p[0] null: no plaintexts
+  int count;
+};
+void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
+                  std::span<const Poly> p);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1).
 void multiply(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly b);
 // out's limb i of every component is a's limb i + offset.
