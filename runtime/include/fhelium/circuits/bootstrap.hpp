@@ -61,7 +61,8 @@ struct BootstrapConfig {
   int slot_to_coeff_levels = 3;  // 1 .. log2(slots)
   int double_angle = 2;          // r
   // The Chebyshev interpolant's degree: 55 is within 1.4e-13 of the cosine
-  // for K' = 17, r = 2, and 3 products fewer than 63 (docs/bootstrapping.md).
+  // for K' = 17, r = 2, with 3 key switches fewer per EvalMod part than 63
+  // (docs/bootstrapping.md).
   int cosine_degree = 55;
   // The bound K on ModRaise's overflow |I|; 0: (h + 1) / 2 from the
   // context's sparse secret of Hamming weight h, or from the ephemeral one.
