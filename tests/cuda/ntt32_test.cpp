@@ -76,6 +76,101 @@ TEST_P(CudaNtt32, BitExactWithTheCpuTransform) {
   }
 }
 
+// Two components of three limbs (limb i in prime i): out_c limb i = (X - y)
+// w_i + add_c(X^g_c), X = x_c limb source_i (times A_i when scaled, 0 for a
+// negative source), y the transform of limb i; once scaled with no add, once
+// unscaled with an add read through X -> X^5 on component 0.
+TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
+  REQUIRE_GPU();
+  const int log_n = GetParam();
+  const std::uint64_t n = std::uint64_t{1} << log_n;
+  std::vector<NttTable32> tables;
+  for (const auto q : generate_ntt_primes({31, 30, 29}, n)) tables.emplace_back(n, static_cast<u32>(q));
+  const cuda::DeviceNtt32 device(tables);
+  constexpr int limbs = 3, components = 2, x_limbs = 4;
+  const std::vector<int> source{2, -1, 0};  // x_c limb source_i for limb i
+  std::mt19937_64 rng(static_cast<unsigned>(log_n) + 100);
+  const auto random_limbs = [&](int count) {  // limb b below prime b % 3's q (x's limb 3: below the least q)
+    std::vector<u32> v(n * static_cast<std::size_t>(components * count));
+    for (std::size_t w = 0; w < v.size(); ++w) {
+      v[w] = static_cast<u32>(rng() % tables[2].modulus());
+    }
+    return v;
+  };
+  const std::vector<u32> y_in = random_limbs(limbs), x = random_limbs(x_limbs), add = random_limbs(limbs);
+  const auto bitrev = [&](std::uint64_t i) {
+    std::uint64_t r = 0;
+    for (int b = 0; b < log_n; ++b) r |= ((i >> b) & 1) << (log_n - 1 - b);
+    return r;
+  };
+  const auto galois_index = [&](std::uint64_t i, std::uint64_t g) {
+    const std::uint64_t image = ((2 * bitrev(i) + 1) * g) % (2 * n);
+    return bitrev((image - 1) / 2);
+  };
+  std::vector<u32> y = y_in;
+  for (int b = 0; b < components * limbs; ++b) tables[static_cast<std::size_t>(b % limbs)].forward(y.data() + b * n);
+
+  const auto upload = [&](const std::vector<u32>& v) {
+    u32* d = nullptr;
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), v.size() * sizeof(u32)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, v.data(), v.size() * sizeof(u32), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  };
+  u32* d_y = upload(y_in);
+  u32* d_x = upload(x);
+  u32* d_add = upload(add);
+  u32* d_out = upload(std::vector<u32>(n * components * limbs, 0));
+  for (const bool scaled : {true, false}) {
+    SCOPED_TRACE(scaled ? "scaled X, no add" : "X as it is, add through X -> X^5");
+    cuda::ForwardCombine combine{};
+    combine.limbs = limbs;
+    std::vector<std::uint64_t> a(limbs), w(limbs);
+    for (int i = 0; i < limbs; ++i) {
+      const NttTable32& t = tables[static_cast<std::size_t>(i)];
+      const std::uint64_t q = t.modulus();
+      a[i] = rng() % q;
+      w[i] = rng() % q;
+      combine.source[i] = source[static_cast<std::size_t>(i)];
+      combine.x_factor.w[i] = static_cast<u32>(a[i]);
+      combine.x_factor.w_shoup[i] = static_cast<u32>((a[i] << 32) / q);
+      combine.w.w[i] = static_cast<u32>(w[i]);
+      combine.w.w_shoup[i] = static_cast<u32>((w[i] << 32) / q);
+    }
+    combine.scale_x = scaled;
+    for (int c = 0; c < components; ++c) {
+      combine.out[c] = d_out + static_cast<std::size_t>(c * limbs) * n;
+      combine.x[c] = d_x + static_cast<std::size_t>(c * x_limbs) * n;
+      combine.add[c] = scaled ? nullptr : d_add + static_cast<std::size_t>(c * limbs) * n;
+      combine.add_galois[c] = c == 0 ? 5 : 0;
+    }
+    device.forward_combined(d_y, components * limbs, nullptr, nullptr, limbs, combine);
+    std::vector<u32> actual(n * components * limbs);
+    ASSERT_EQ(cudaMemcpy(actual.data(), d_out, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<u32> expected(actual.size());
+    for (int c = 0; c < components; ++c) {
+      for (int i = 0; i < limbs; ++i) {
+        const std::uint64_t q = tables[static_cast<std::size_t>(i)].modulus();
+        const int src = source[static_cast<std::size_t>(i)];
+        for (std::uint64_t k = 0; k < n; ++k) {
+          std::uint64_t big_x = src < 0 ? 0 : x[(static_cast<std::size_t>(c * x_limbs + src)) * n + k] % q;
+          if (scaled) big_x = big_x * a[i] % q;
+          std::uint64_t r = (big_x + q - y[(static_cast<std::size_t>(c * limbs + i)) * n + k]) % q * w[i] % q;
+          if (!scaled) {
+            const std::uint64_t index = c == 0 ? galois_index(k, 5) : k;
+            r = (r + add[(static_cast<std::size_t>(c * limbs + i)) * n + index]) % q;
+          }
+          expected[(static_cast<std::size_t>(c * limbs + i)) * n + k] = static_cast<u32>(r);
+        }
+      }
+    }
+    EXPECT_TRUE(actual == expected);
+  }
+  std::vector<u32> y_after(y_in.size());
+  ASSERT_EQ(cudaMemcpy(y_after.data(), d_y, y_after.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(y_after == y_in) << "the input is left as it was";
+  for (u32* d : {d_y, d_x, d_add, d_out}) cudaFree(d);
+}
+
 std::string ring_name(const testing::TestParamInfo<int>& param) { return "N" + std::to_string(1 << param.param); }
 
 INSTANTIATE_TEST_SUITE_P(RingSizes, CudaNtt32, testing::Values(10, 11, 12, 13, 14, 15, 16, 17), ring_name);

@@ -104,33 +104,6 @@ struct InnerProduct {
 };
 void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args);
 
-// out[i] = (x[i] - y[i]) w_i + add[i] mod q_i on `limbs` limbs; add may be
-// null, and is read through X -> X^g when galois_element is not 0.
-struct Difference {
-  const u32* x;
-  const u32* y;
-  u32* out;
-  const u32* add;
-  int limbs;
-  u32 galois_element;
-};
-void multiply_difference(cudaStream_t stream, u32 n, const Prime* primes, const Difference& args,
-                         const LimbConstants& w);
-
-// A rescale's last step: out_c[i] = (a_c[source_i] A_i - conv_c[i]) w_i, A_i
-// = 0 where source_i < 0 (an added prime).
-struct RescaleCombine {
-  const u32* a;
-  int a_limbs;
-  const u32* converted;  // components x out_limbs x n
-  u32* out;
-  int out_limbs;
-  int components;
-  int source[max_limbs];
-};
-void rescale_combine(cudaStream_t stream, u32 n, const Prime* primes, const RescaleCombine& args,
-                     const LimbConstants& added, const LimbConstants& w);
-
 // ModRaise of a level 0 of several primes: each coefficient's integer in
 // (-Q_0 / 2, Q_0 / 2] by Garner's algorithm (Q_0 < 2^63), then its residue
 // modulo every prime of `out` (primes[i] for limb i), as Backend::mod_raise.

@@ -194,39 +194,6 @@ __global__ void __launch_bounds__(block_threads) inner_product_kernel(InnerProdu
   accumulators(1, slot, k) = reduce(sum1, m);
 }
 
-__global__ void __launch_bounds__(block_threads)
-    difference_kernel(const Prime* primes, Difference d, LimbConstants w, u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
-  if (k >= n) return;
-  const int i = static_cast<int>(blockIdx.y);
-  const u32 q = primes[i].q;
-  const auto limbs = static_cast<std::size_t>(d.limbs);
-  const ConstLimbs x(d.x, limbs, n), y(d.y, limbs, n);
-  u32 r = mul_shoup(x(i, k) - y(i, k) + q, w.w[i], w.w_shoup[i], q);  // x - y + q < 2q
-  if (d.add) {
-    const u32 index = d.galois_element ? automorphism_index(k, d.galois_element, log2_of(n)) : k;
-    r = add_mod(r, ConstLimbs(d.add, limbs, n)(i, index), q);
-  }
-  Limbs(d.out, limbs, n)(i, k) = r;
-}
-
-__global__ void __launch_bounds__(block_threads)
-    rescale_combine_kernel(const Prime* primes, RescaleCombine r, LimbConstants added, LimbConstants w, u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
-  if (k >= n) return;
-  const int c = static_cast<int>(blockIdx.y) / r.out_limbs;
-  const int i = static_cast<int>(blockIdx.y) % r.out_limbs;
-  const u32 q = primes[i].q;
-  const int source = r.source[i];
-  const auto components = static_cast<std::size_t>(r.components);
-  const ConstComponents a(r.a, components, static_cast<std::size_t>(r.a_limbs), n);
-  const ConstComponents converted(r.converted, components, static_cast<std::size_t>(r.out_limbs), n);
-  const u32 x = source < 0 ? 0 : mul_shoup(a(c, source, k), added.w[i], added.w_shoup[i], q);
-  const u32 y = converted(c, i, k);
-  Components(r.out, components, static_cast<std::size_t>(r.out_limbs), n)(c, i, k) =
-      mul_shoup(x - y + q, w.w[i], w.w_shoup[i], q);
-}
-
 // Coefficient blockIdx.x * block_threads + threadIdx.x of component blockIdx.y.
 __global__ void __launch_bounds__(block_threads)
     mod_raise_kernel(const Prime* primes, LevelZero zero, Poly out, Poly a, u32 n) {
@@ -312,20 +279,6 @@ void own_limbs(cudaStream_t stream, u32 n, const OwnLimbs& args) {
 void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args) {
   inner_product_kernel<<<grid_of(n, static_cast<unsigned>(args.slots)), block_threads, 0, stream>>>(args, n);
   check_launch("narrow inner_product");
-}
-
-void multiply_difference(cudaStream_t stream, u32 n, const Prime* primes, const Difference& args,
-                         const LimbConstants& w) {
-  difference_kernel<<<grid_of(n, static_cast<unsigned>(args.limbs)), block_threads, 0, stream>>>(
-      primes, args, w, n);
-  check_launch("narrow multiply_difference");
-}
-
-void rescale_combine(cudaStream_t stream, u32 n, const Prime* primes, const RescaleCombine& args,
-                     const LimbConstants& added, const LimbConstants& w) {
-  rescale_combine_kernel<<<grid_of(n, static_cast<unsigned>(args.components * args.out_limbs)), block_threads, 0,
-                           stream>>>(primes, args, added, w, n);
-  check_launch("narrow rescale_combine");
 }
 
 }  // namespace fhelium::cuda::narrow

@@ -46,10 +46,23 @@ void rescale(const Site& s, int level, Poly out, Poly a) {
   u32* converted = t.converted();
   convert(s.stream, s.n, r.from_dropped, lifted, limb_words(s, dropped), converted, limb_words(s, out.limbs),
           a.components);
-  t.ntt().forward(converted, a.components * out.limbs, s.stream, t.level_primes(level - 1), out.limbs);
-  RescaleCombine combine{a.data, a.limbs, converted, out.data, out.limbs, a.components, {}};
-  for (int i = 0; i < out.limbs; ++i) combine.source[i] = r.source[static_cast<std::size_t>(i)];
-  rescale_combine(s.stream, s.n, t.primes() + t.first(level - 1), combine, r.added, r.dropped_inverse);
+  // The converted limbs to the NTT domain, combined with a's on the way out:
+  // out_c limb i = (a_c limb source_i x A_i - converted) D^-1.
+  for (int first = 0; first < a.components; first += ForwardCombine::max_components) {
+    const int components = std::min(ForwardCombine::max_components, a.components - first);
+    ForwardCombine combine{};
+    combine.limbs = out.limbs;
+    for (int c = 0; c < components; ++c) {
+      combine.out[c] = out.data + limb_words(s, (first + c) * out.limbs);
+      combine.x[c] = a.data + limb_words(s, (first + c) * a.limbs);
+    }
+    for (int i = 0; i < out.limbs; ++i) combine.source[i] = r.source[static_cast<std::size_t>(i)];
+    combine.scale_x = true;
+    combine.x_factor = r.added;
+    combine.w = r.dropped_inverse;
+    t.ntt().forward_combined(converted + limb_words(s, first * out.limbs), components * out.limbs, s.stream,
+                             t.level_primes(level - 1), out.limbs, combine);
+  }
 }
 
 void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
@@ -123,11 +136,19 @@ void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_gal
   u32* converted = t.converted();
   const std::size_t q_words = limb_words(s, ks.q_limbs);
   convert(s.stream, s.n, ks.mod_down, acc + q_words, accumulator, converted, q_words, 2);
-  t.ntt().forward(converted, 2 * ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs);
-  const Prime* primes = t.primes() + t.first(level);
-  multiply_difference(s.stream, s.n, primes, {acc, converted, out0, add0, ks.q_limbs, add0_galois}, ks.p_inverse);
-  multiply_difference(s.stream, s.n, primes, {acc + accumulator, converted + q_words, out1, add1, ks.q_limbs, 0},
-                      ks.p_inverse);
+  // Their NTT, combined on the way out: out_c = (acc_c - converted_c) P^-1 + add_c.
+  ForwardCombine combine{};
+  combine.limbs = ks.q_limbs;
+  combine.out[0] = out0;
+  combine.out[1] = out1;
+  combine.x[0] = acc;
+  combine.x[1] = acc + accumulator;
+  combine.add[0] = add0;
+  combine.add[1] = add1;
+  combine.add_galois[0] = add0_galois;
+  for (int i = 0; i < ks.q_limbs; ++i) combine.source[i] = i;
+  combine.w = ks.p_inverse;
+  t.ntt().forward_combined(converted, 2 * ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs, combine);
 }
 
 }  // namespace fhelium::cuda::narrow

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "automorphism.cuh"
 #include "cluster_entry.cuh"
 #include "cuda_check.hpp"
 #include "fhelium/error.hpp"
@@ -25,6 +26,50 @@ struct Prime {
 };
 
 using narrow::mul_shoup_lazy;
+
+// Where a forward transform's words go: back in place (InPlace) or combined
+// (ForwardCombine, ntt32.hpp). Words k..k+3 of limb blockIdx.y, reduced.
+struct InPlace {};
+
+template <int LOG_N>
+__device__ __forceinline__ void store(const InPlace&, u32* limb, u32 k, uint4 y, u32) {
+  *reinterpret_cast<uint4*>(limb + k) = y;
+}
+
+template <int LOG_N>
+__device__ __forceinline__ void store(const ForwardCombine& c, u32*, u32 k, uint4 y, u32 q) {
+  constexpr std::size_t n = std::size_t{1} << LOG_N;
+  const int component = static_cast<int>(blockIdx.y) / c.limbs;
+  const int i = static_cast<int>(blockIdx.y) % c.limbs;
+  uint4 x{0, 0, 0, 0};
+  const int source = c.source[i];
+  if (c.x[component] != nullptr && source >= 0) {
+    x = *reinterpret_cast<const uint4*>(c.x[component] + static_cast<std::size_t>(source) * n + k);
+    if (c.scale_x) {
+      const u32 a = c.x_factor.w[i], a_shoup = c.x_factor.w_shoup[i];
+      x = {narrow::mul_shoup(x.x, a, a_shoup, q), narrow::mul_shoup(x.y, a, a_shoup, q),
+           narrow::mul_shoup(x.z, a, a_shoup, q), narrow::mul_shoup(x.w, a, a_shoup, q)};
+    }
+  }
+  const u32 w = c.w.w[i], w_shoup = c.w.w_shoup[i];
+  u32 r[4] = {narrow::mul_shoup(x.x - y.x + q, w, w_shoup, q), narrow::mul_shoup(x.y - y.y + q, w, w_shoup, q),
+              narrow::mul_shoup(x.z - y.z + q, w, w_shoup, q), narrow::mul_shoup(x.w - y.w + q, w, w_shoup, q)};
+  if (const u32* add = c.add[component]) {
+    const u32* row = add + static_cast<std::size_t>(i) * n;
+    const u32 g = c.add_galois[component];
+    if (g != 0) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) r[e] = narrow::add_mod(r[e], row[automorphism_index(k + e, g, LOG_N)], q);
+    } else {
+      const uint4 a = *reinterpret_cast<const uint4*>(row + k);
+      r[0] = narrow::add_mod(r[0], a.x, q);
+      r[1] = narrow::add_mod(r[1], a.y, q);
+      r[2] = narrow::add_mod(r[2], a.z, q);
+      r[3] = narrow::add_mod(r[3], a.w, q);
+    }
+  }
+  *reinterpret_cast<uint4*>(c.out[component] + static_cast<std::size_t>(i) * n + k) = make_uint4(r[0], r[1], r[2], r[3]);
+}
 
 __device__ __forceinline__ u32 below(u32 x, u32 bound) { return x >= bound ? x - bound : x; }
 
@@ -147,9 +192,10 @@ __device__ __forceinline__ u32 group_base(u32 gi) {
 
 // R forward stages of distances 2^T0_LOG, 2^(T0_LOG - 1), ... on the tile in
 // shared memory. The last pass (distance 1) leaves each group's consecutive
-// words reduced to [0, q) straight to global memory, 16 bytes at a time.
-template <int LOG_N, int R, int T0_LOG, bool WIDE>
-__device__ __forceinline__ void forward_pass(u32* s, const Root* tw, u32 q, u32* tile_out) {
+// words reduced to [0, q) straight to `out` (words tile_first + ... of the
+// limb), 16 bytes at a time.
+template <int LOG_N, int R, int T0_LOG, bool WIDE, class Out>
+__device__ __forceinline__ void forward_pass(u32* s, const Root* tw, u32 q, const Out& out, u32* limb, u32 tile_first) {
   using S = ClusterShape<LOG_N>;
   constexpr int group = 1 << R;
   constexpr int stride_log = T0_LOG - (R - 1);
@@ -175,8 +221,10 @@ __device__ __forceinline__ void forward_pass(u32* s, const Root* tw, u32 q, u32*
     if constexpr (stride_log == 0) {
 #pragma unroll
       for (int e = 0; e < group; e += 4) {
-        reinterpret_cast<uint4*>(tile_out + base)[e / 4] = make_uint4(
-            reduce_from_4q(x[e], q), reduce_from_4q(x[e + 1], q), reduce_from_4q(x[e + 2], q), reduce_from_4q(x[e + 3], q));
+        store<LOG_N>(out, limb, tile_first + base + static_cast<u32>(e),
+                     make_uint4(reduce_from_4q(x[e], q), reduce_from_4q(x[e + 1], q), reduce_from_4q(x[e + 2], q),
+                                reduce_from_4q(x[e + 3], q)),
+                     q);
       }
     } else {
 #pragma unroll
@@ -185,18 +233,19 @@ __device__ __forceinline__ void forward_pass(u32* s, const Root* tw, u32 q, u32*
   }
 }
 
-template <int LOG_N, int DONE, bool WIDE>
-__device__ __forceinline__ void forward_passes(u32* s, const Root* tw, u32 q, u32* tile_out) {
+template <int LOG_N, int DONE, bool WIDE, class Out>
+__device__ __forceinline__ void forward_passes(u32* s, const Root* tw, u32 q, const Out& out, u32* limb,
+                                               u32 tile_first) {
   using S = ClusterShape<LOG_N>;
   if constexpr (DONE < S::log_tile) {
     constexpr int R = DONE == 0 ? S::odd_radix_log : S::max_radix_log;
-    forward_pass<LOG_N, R, S::log_tile - 1 - DONE, WIDE>(s, tw, q, tile_out);
-    forward_passes<LOG_N, DONE + R, WIDE>(s, tw, q, tile_out);
+    forward_pass<LOG_N, R, S::log_tile - 1 - DONE, WIDE>(s, tw, q, out, limb, tile_first);
+    forward_passes<LOG_N, DONE + R, WIDE>(s, tw, q, out, limb, tile_first);
   }
 }
 
-template <int LOG_N, bool WIDE>
-__device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr, u32* s) {
+template <int LOG_N, bool WIDE, class Out>
+__device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr, u32* s, const Out& out) {
   using S = ClusterShape<LOG_N>;
   constexpr int C = S::columns;
   const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
@@ -239,7 +288,7 @@ __device__ __forceinline__ void forward_cluster_body(u32* limb, const Prime& pr,
   }
   pipe.consumer_wait();
   cluster.sync();  // every tile and its twiddles are complete; no remote access follows
-  forward_passes<LOG_N, 0, WIDE>(s, tw, pr.q, limb + rank * S::tile);
+  forward_passes<LOG_N, 0, WIDE>(s, tw, pr.q, out, limb, rank * S::tile);
 }
 
 // R inverse stages of distances 2^T0_LOG, 2^(T0_LOG + 1), ... on the words
@@ -361,10 +410,11 @@ __device__ __forceinline__ void inverse_cluster_body(u32* limb, const Prime& pr,
   }
 }
 
-template <int LOG_N, bool FORWARD>
+template <int LOG_N, bool FORWARD, class Out>
 __global__ void __cluster_dims__(cluster_blocks, 1, 1)
     __launch_bounds__(ClusterShape<LOG_N>::threads, ClusterShape<LOG_N>::min_blocks)
-        transform_cluster(u32* data, const Root* tables, const u32* scalars, LimbPrimes primes) {
+        transform_cluster(u32* data, const Root* tables, const u32* scalars, LimbPrimes primes,
+                          const __grid_constant__ Out out) {
   using S = ClusterShape<LOG_N>;
   extern __shared__ __align__(16) u32 s[];  // 16-byte twiddle copies
   if (primes.skips(blockIdx.y)) return;  // the whole cluster
@@ -374,9 +424,9 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1)
   if constexpr (FORWARD) {
     arrive_on_entry();
     if (is_wide(pr.q)) {
-      forward_cluster_body<LOG_N, true>(limb, pr, s);
+      forward_cluster_body<LOG_N, true>(limb, pr, s, out);
     } else {
-      forward_cluster_body<LOG_N, false>(limb, pr, s);
+      forward_cluster_body<LOG_N, false>(limb, pr, s, out);
     }
   } else {
     const u32 inv_n = scalars[3 * p + 1], inv_n_shoup = scalars[3 * p + 2];
@@ -388,33 +438,33 @@ __global__ void __cluster_dims__(cluster_blocks, 1, 1)
   }
 }
 
-template <int LOG_N, bool FORWARD>
+template <int LOG_N, bool FORWARD, class Out>
 void launch_cluster(u32* data, int limbs, const Root* tables, const u32* scalars, LimbPrimes primes,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, const Out& out) {
   using S = ClusterShape<LOG_N>;
-  const auto kernel = transform_cluster<LOG_N, FORWARD>;
+  const auto kernel = transform_cluster<LOG_N, FORWARD, Out>;
   allow_dynamic_smem_bytes(reinterpret_cast<const void*>(kernel), S::smem_bytes);
-  kernel<<<dim3(cluster_blocks, static_cast<unsigned>(limbs)), S::threads, S::smem_bytes, stream>>>(data, tables,
-                                                                                                    scalars, primes);
+  kernel<<<dim3(cluster_blocks, static_cast<unsigned>(limbs)), S::threads, S::smem_bytes, stream>>>(
+      data, tables, scalars, primes, out);
   check_launch("ntt32 cluster");
 }
 
-template <bool FORWARD>
+template <bool FORWARD, class Out = InPlace>
 void transform(u32* data, std::uint64_t n, int limbs, const Root* tables, const u32* scalars, LimbPrimes primes,
-               cudaStream_t stream) {
+               cudaStream_t stream, const Out& out = {}) {
   if (limbs <= 0) return;
   if (limbs > 65535) {
     throw InvalidArgumentError("DeviceNtt32: " + std::to_string(limbs) + " limbs in one transform, expected at most 65535");
   }
   switch (std::countr_zero(n)) {
-    case 10: return launch_cluster<10, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 11: return launch_cluster<11, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 12: return launch_cluster<12, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 13: return launch_cluster<13, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 14: return launch_cluster<14, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 15: return launch_cluster<15, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 16: return launch_cluster<16, FORWARD>(data, limbs, tables, scalars, primes, stream);
-    case 17: return launch_cluster<17, FORWARD>(data, limbs, tables, scalars, primes, stream);
+    case 10: return launch_cluster<10, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 11: return launch_cluster<11, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 12: return launch_cluster<12, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 13: return launch_cluster<13, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 14: return launch_cluster<14, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 15: return launch_cluster<15, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 16: return launch_cluster<16, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
+    case 17: return launch_cluster<17, FORWARD>(data, limbs, tables, scalars, primes, stream, out);
     default:
       throw InvalidArgumentError("DeviceNtt32: ring degree " + std::to_string(n) + ", expected 2^10 to 2^17");
   }
@@ -465,6 +515,18 @@ void DeviceNtt32::forward(u32* data, int limbs, cudaStream_t stream, const int* 
 
 void DeviceNtt32::inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period) const {
   transform<false>(data, n_, limbs, reinterpret_cast<const Root*>(tables_), scalars_, {primes_, limb_primes, period}, stream);
+}
+
+void DeviceNtt32::forward_combined(const u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period,
+                                   const ForwardCombine& combine) const {
+  if (combine.limbs <= 0 || limbs % combine.limbs != 0 || limbs / combine.limbs > ForwardCombine::max_components) {
+    throw InvalidArgumentError("DeviceNtt32: " + std::to_string(limbs) + " limbs combined in components of " +
+                               std::to_string(combine.limbs) + ", expected at most " +
+                               std::to_string(ForwardCombine::max_components) + " components");
+  }
+  // The transform reads data and writes only combine.out.
+  transform<true>(const_cast<u32*>(data), n_, limbs, reinterpret_cast<const Root*>(tables_), scalars_,
+                  {primes_, limb_primes, period}, stream, combine);
 }
 
 }  // namespace fhelium::cuda

@@ -15,8 +15,28 @@
 
 #include "device_types.hpp"
 #include "fhelium/backend/ntt32.hpp"
+#include "narrow_types.hpp"
 
 namespace fhelium::cuda {
+
+// A forward transform's words combined on their way out, as a key switch's
+// ModDown and a rescale end: transform limb b is limb i = b % limbs of
+// component c = b / limbs, and out_c limb i = (X - y) w_i + add_c(X^g_c)
+// mod q_i, y the transform's word, X = x_c limb source_i times A_i (as it is
+// unless scale_x; 0 where source_i < 0 or x_c is null), add_c read through
+// X -> X^g_c when g_c is not 0. The input is left as it was.
+struct ForwardCombine {
+  static constexpr int max_components = 3;
+  int limbs;
+  u32* out[max_components];
+  const u32* x[max_components];
+  const u32* add[max_components];
+  u32 add_galois[max_components];
+  int source[narrow::max_limbs];
+  bool scale_x;
+  narrow::LimbConstants x_factor;  // A_i
+  narrow::LimbConstants w;
+};
 
 class DeviceNtt32 {
  public:
@@ -32,6 +52,10 @@ class DeviceNtt32 {
   // b % primes without one.
   void forward(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
   void inverse(u32* data, int limbs, cudaStream_t stream, const int* limb_primes = nullptr, int period = 1) const;
+  // The forward transform of `data` (limbs = components x combine.limbs),
+  // written combined (ForwardCombine) to combine.out instead of in place.
+  void forward_combined(const u32* data, int limbs, cudaStream_t stream, const int* limb_primes, int period,
+                        const ForwardCombine& combine) const;
 
  private:
   std::uint64_t n_;
