@@ -265,10 +265,11 @@ for step in $steps; do
       done
       ;;
     int32-profile)
-      # Per-kernel durations of the family's key switch and rescale, one run each.
+      # Per-kernel durations of the family's key switch and rescale, one run
+      # each (eager key switches run as graphs: each node profiled alone).
       for preset in slots8192_scale40_levels7_int32 slots32768_scale40_levels34_int32; do
         echo "== $preset kernel durations" >> "$out/int32-profile.csv"
-        FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 150 ncu --clock-control none \
+        FHELIUM_BACKEND_PATH=$PWD/$bundle/lib/fhelium/plugins timeout 150 ncu --graph-profiling node --clock-control none \
           --cache-control none --metrics gpu__time_duration.sum --csv "$bundle/apps/fhelium" bench --backend cuda \
           --preset $preset --ops rescale relinearize --runs 1 --warmup 0 >> "$out/int32-profile.csv" 2>&1
         echo "int32-profile $preset rc=$?"
