@@ -90,7 +90,7 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
   constexpr int limbs = 3, components = 2, x_limbs = 4;
   const std::vector<int> source{2, -1, 0};  // x_c limb source_i for limb i
   std::mt19937_64 rng(static_cast<unsigned>(log_n) + 100);
-  const auto random_limbs = [&](int count) {  // limb b below prime b % 3's q (x's limb 3: below the least q)
+  const auto random_limbs = [&](int count) {  // every value below the least q
     std::vector<u32> v(n * static_cast<std::size_t>(components * count));
     for (std::size_t w = 0; w < v.size(); ++w) {
       v[w] = static_cast<u32>(rng() % tables[2].modulus());
