@@ -7,7 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,34 @@ namespace fhelium::test {
 namespace {
 
 class CudaNtt32 : public testing::TestWithParam<int> {};
+
+// A device copy of a host vector, freed on every way out of a test (an
+// ASSERT's early return included); CUDA failures throw, which gtest reports.
+template <class T>
+class DeviceCopy {
+ public:
+  explicit DeviceCopy(const std::vector<T>& host) : size_(host.size()) {
+    check(cudaMalloc(reinterpret_cast<void**>(&data_), size_ * sizeof(T)), "cudaMalloc");
+    check(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() { cudaFree(data_); }
+
+  T* get() const { return data_; }
+  std::vector<T> download() const {
+    std::vector<T> host(size_);
+    check(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
+    return host;
+  }
+
+ private:
+  static void check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+  T* data_ = nullptr;
+  std::size_t size_;
+};
 
 // Limbs by index (b % 3) and through a device map of prime indices; one
 // prime of 31 bits (every value kept below q) and two below 2^30 (lazy).
@@ -38,11 +68,8 @@ TEST_P(CudaNtt32, BitExactWithTheCpuTransform) {
     SCOPED_TRACE(mapped ? "map {" + std::to_string(map[0]) + ", " + std::to_string(map[1]) + ", " +
                               std::to_string(map[2]) + "}"
                         : "limb b in prime b % 3");
-    int* device_map = nullptr;
-    if (mapped) {
-      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device_map), map.size() * sizeof(int)), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(device_map, map.data(), map.size() * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
-    }
+    std::optional<DeviceCopy<int>> device_map;
+    if (mapped) device_map.emplace(map);
     const auto prime = [&](int b) { return mapped ? map[static_cast<std::size_t>(b % 3)] : b % 3; };
     const auto table = [&](int b) -> const NttTable32& {
       return tables[static_cast<std::size_t>(prime(b) < 0 ? 0 : prime(b))];
@@ -60,19 +87,12 @@ TEST_P(CudaNtt32, BitExactWithTheCpuTransform) {
       if (prime(b) >= 0) table(b).forward(expected.data() + b * n);
     }
 
-    u32* data = nullptr;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&data), host.size() * sizeof(u32)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(data, host.data(), host.size() * sizeof(u32), cudaMemcpyHostToDevice), cudaSuccess);
-    const int* limb_primes = device_map;
-    device.forward(data, limbs, nullptr, limb_primes, 3);
-    std::vector<u32> actual(host.size());
-    ASSERT_EQ(cudaMemcpy(actual.data(), data, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_TRUE(actual == expected) << "forward";
-    device.inverse(data, limbs, nullptr, limb_primes, 3);
-    ASSERT_EQ(cudaMemcpy(actual.data(), data, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_TRUE(actual == host) << "inverse";
-    cudaFree(data);
-    cudaFree(device_map);
+    const DeviceCopy<u32> data(host);
+    const int* limb_primes = device_map ? device_map->get() : nullptr;
+    device.forward(data.get(), limbs, nullptr, limb_primes, 3);
+    EXPECT_TRUE(data.download() == expected) << "forward";
+    device.inverse(data.get(), limbs, nullptr, limb_primes, 3);
+    EXPECT_TRUE(data.download() == host) << "inverse";
   }
 }
 
@@ -110,16 +130,7 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
   std::vector<u32> y = y_in;
   for (int b = 0; b < components * limbs; ++b) tables[static_cast<std::size_t>(b % limbs)].forward(y.data() + b * n);
 
-  const auto upload = [&](const std::vector<u32>& v) {
-    u32* d = nullptr;
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), v.size() * sizeof(u32)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(d, v.data(), v.size() * sizeof(u32), cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-  };
-  u32* d_y = upload(y_in);
-  u32* d_x = upload(x);
-  u32* d_add = upload(add);
-  u32* d_out = upload(std::vector<u32>(n * components * limbs, 0));
+  const DeviceCopy<u32> d_y(y_in), d_x(x), d_add(add), d_out(std::vector<u32>(n * components * limbs, 0));
   for (const bool scaled : {true, false}) {
     SCOPED_TRACE(scaled ? "scaled X, no add" : "X as it is, add through X -> X^5");
     cuda::ForwardCombine combine{};
@@ -138,14 +149,13 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
     }
     combine.scale_x = scaled;
     for (int c = 0; c < components; ++c) {
-      combine.out[c] = d_out + static_cast<std::size_t>(c * limbs) * n;
-      combine.x[c] = d_x + static_cast<std::size_t>(c * x_limbs) * n;
-      combine.add[c] = scaled ? nullptr : d_add + static_cast<std::size_t>(c * limbs) * n;
+      combine.out[c] = d_out.get() + static_cast<std::size_t>(c * limbs) * n;
+      combine.x[c] = d_x.get() + static_cast<std::size_t>(c * x_limbs) * n;
+      combine.add[c] = scaled ? nullptr : d_add.get() + static_cast<std::size_t>(c * limbs) * n;
       combine.add_galois[c] = c == 0 ? 5 : 0;
     }
-    device.forward_combined(d_y, components * limbs, nullptr, nullptr, limbs, combine);
-    std::vector<u32> actual(n * components * limbs);
-    ASSERT_EQ(cudaMemcpy(actual.data(), d_out, actual.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
+    device.forward_combined(d_y.get(), components * limbs, nullptr, nullptr, limbs, combine);
+    const std::vector<u32> actual = d_out.download();
     std::vector<u32> expected(actual.size());
     for (int c = 0; c < components; ++c) {
       for (int i = 0; i < limbs; ++i) {
@@ -165,10 +175,7 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
     }
     EXPECT_TRUE(actual == expected);
   }
-  std::vector<u32> y_after(y_in.size());
-  ASSERT_EQ(cudaMemcpy(y_after.data(), d_y, y_after.size() * sizeof(u32), cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_TRUE(y_after == y_in) << "the input is left as it was";
-  for (u32* d : {d_y, d_x, d_add, d_out}) cudaFree(d);
+  EXPECT_TRUE(d_y.download() == y_in) << "the input is left as it was";
 }
 
 std::string ring_name(const testing::TestParamInfo<int>& param) { return "N" + std::to_string(1 << param.param); }

@@ -20,12 +20,7 @@ struct LimbConstants {
 };
 
 // The terms of one sum_products launch, by value.
-constexpr int max_terms_per_launch = 15;
-struct SumTerms {
-  const u64* a[max_terms_per_launch];
-  const u64* p[max_terms_per_launch];  // p[0] null: no plaintexts
-  int count;
-};
+using SumTerms = cuda::SumTerms<u64, 15>;
 
 dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
 

@@ -10,6 +10,7 @@
 #include <span>
 
 #include "narrow_types.hpp"
+#include "term_chunks.hpp"
 
 namespace fhelium::cuda::narrow {
 
@@ -34,12 +35,7 @@ void multiply_constant(cudaStream_t stream, u32 n, const Prime* primes, Poly out
 void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, Poly a, Poly p);
 // out = a_0 p_0 + a_1 p_1 + ..., or a_0 + a_1 + ... when p is empty
 // (Backend::sum_products); out is none of the operands.
-constexpr int max_terms_per_launch = 16;
-struct SumTerms {
-  const u32* a[max_terms_per_launch];
-  const u32* p[max_terms_per_launch];  // p[0] null: no plaintexts
-  int count;
-};
+using SumTerms = cuda::SumTerms<u32, 16>;
 void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
                   std::span<const Poly> p);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1).

@@ -1,7 +1,7 @@
-// A sum's terms in launches of at most std::size(Terms{}.a) terms each:
-// Terms{a[], p[], count} travels by value; p[0] is null when there are no
-// plaintexts. `launch(terms, accumulate)` gets accumulate = true from the
-// second launch on (it adds to what the earlier ones wrote).
+// A sum's terms in launches of at most Count terms each: SumTerms travels
+// by value (kernel parameter space bounds Count); p[0] is null when there
+// are no plaintexts. `launch(terms, accumulate)` gets accumulate = true from
+// the second launch on (it adds to what the earlier ones wrote).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +10,13 @@
 #include <span>
 
 namespace fhelium::cuda {
+
+template <class Word, int Count>
+struct SumTerms {
+  const Word* a[Count];
+  const Word* p[Count];  // p[0] null: no plaintexts
+  int count;
+};
 
 template <class Terms, class Poly, class Launch>
 void for_each_term_chunk(std::span<const Poly> a, std::span<const Poly> p, Launch&& launch) {
