@@ -64,13 +64,14 @@ json::object precision_bits(const std::vector<std::complex<double>>& expected,
   std::vector<double> errors(expected.size());
   double sum = 0;
   for (std::size_t i = 0; i < expected.size(); ++i) sum += errors[i] = std::abs(got[i] - expected[i]);
+  const auto worst = std::max_element(errors.begin(), errors.end());
+  const double largest = *worst;
+  const auto worst_slot = static_cast<std::size_t>(worst - errors.begin());
   const auto middle = errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2);
   std::nth_element(errors.begin(), middle, errors.end());
-  const double largest = *std::max_element(errors.begin(), errors.end());
-  return {{"min", -std::log2(largest)},
-          {"mean", -std::log2(sum / static_cast<double>(errors.size()))},
-          {"median", -std::log2(*middle)},
-          {"max_error", largest},
+  return {{"min", -std::log2(largest)},    {"mean", -std::log2(sum / static_cast<double>(errors.size()))},
+          {"median", -std::log2(*middle)}, {"max_error", largest},
+          {"worst_slot", worst_slot},  // slot 0 when EvalMod's output has a bias (docs/bootstrapping.md)
           {"slots", errors.size()}};
 }
 
