@@ -12,6 +12,12 @@ double rescale_divisor(const runtime::ProgramBuilder& b, int level);
 // v dropped to `level` (v itself when it is already there).
 runtime::ValueRef at_level(runtime::ProgramBuilder& b, runtime::ValueRef v, int level);
 
+// a and b are one scale up to the rounding of the doubles that carry it.
+// Engine::add accepts scales 1e-9 apart (same_scale), but a value read at
+// a scale 1e-9 off is off by as much: in EvalMod's Chebyshev powers such
+// errors add up to a bias that SlotToCoeff gathers on slot 0.
+bool exact_scale(double a, double b);
+
 // ceil(log2(n)) for n >= 1.
 int ceil_log2(std::size_t n);
 

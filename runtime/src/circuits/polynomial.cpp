@@ -111,7 +111,7 @@ class Evaluator {
   // where a rescale sets the scale.
   ValueRef aligned_power(int i, int level, double scale) {
     const ValueState s = b_.state(power(i));  // a copy: power_at adds nodes
-    if (same_scale(s.scale, scale)) return power_at(i, level);
+    if (detail::exact_scale(s.scale, scale)) return power_at(i, level);
     return align(b_, s.level > level ? power_at(i, level + 1) : power(i), level, scale);
   }
 

@@ -1,5 +1,6 @@
 #include "fhelium/circuits/slots.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "circuit_internal.hpp"
@@ -10,6 +11,8 @@ namespace fhelium::circuits {
 namespace detail {
 
 double rescale_divisor(const runtime::ProgramBuilder& b, int level) { return b.context()->rescale_divisor(level); }
+
+bool exact_scale(double a, double b) { return std::fabs(a - b) <= 1e-14 * std::max(std::fabs(a), std::fabs(b)); }
 
 runtime::ValueRef at_level(runtime::ProgramBuilder& b, runtime::ValueRef v, int level) {
   return b.state(v).level == level ? v : b.drop_to_level(v, level);
@@ -46,7 +49,11 @@ ValueRef align(ProgramBuilder& b, ValueRef x, int level, double scale) {
     throw StateError("align: x is at level " + std::to_string(s.level) + ", expected a target level 0.." +
                      std::to_string(s.level) + ", got " + std::to_string(level));
   }
-  if (same_scale(s.scale, scale)) return detail::at_level(b, x, level);
+  // Within same_scale but not exact: kept as it is only where no level is
+  // left to set the scale.
+  if (detail::exact_scale(s.scale, scale) || (same_scale(s.scale, scale) && s.level == level)) {
+    return detail::at_level(b, x, level);
+  }
   if (s.level < level + 1) {
     throw StateError("align: x (level " + std::to_string(s.level) + ", scale 2^" + std::to_string(std::log2(s.scale)) +
                      ") must be at level " + std::to_string(level + 1) + " or higher to reach scale 2^" +

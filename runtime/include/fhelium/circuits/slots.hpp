@@ -18,7 +18,9 @@ using runtime::ValueRef;
 // x at `level` with exactly `scale`. Free when x already has that scale
 // (a drop of levels at most); otherwise one level: x is dropped to level + 1,
 // multiplied by 1 at the scale that makes the rescale land on `scale`, and
-// rescaled. StateError when x is below the level this needs.
+// rescaled. StateError when x is below the level this needs. A scale
+// within same_scale but not exact is set the same way where x is above
+// `level`, and kept at `level` itself.
 ValueRef align(ProgramBuilder& b, ValueRef x, int level, double scale);
 
 // Slot i gets x[i] + x[i+1] + ... + x[i+width-1] (indices modulo the slot
