@@ -1,6 +1,6 @@
 // A sum's terms in launches of at most Count terms each: SumTerms travels
-// by value (kernel parameter space bounds Count); p[0] is null when there
-// are no plaintexts. `launch(terms, accumulate)` gets accumulate = true from
+// by value as a kernel parameter (2 x Count pointers, far below the 4 KB
+// limit); p[0] is null when there are no plaintexts. `launch(terms, accumulate)` gets accumulate = true from
 // the second launch on (it adds to what the earlier ones wrote).
 #pragma once
 
