@@ -71,7 +71,7 @@ json::object precision_bits(const std::vector<std::complex<double>>& expected,
   std::nth_element(errors.begin(), middle, errors.end());
   return {{"min", -std::log2(largest)},    {"mean", -std::log2(sum / static_cast<double>(errors.size()))},
           {"median", -std::log2(*middle)}, {"max_error", largest},
-          {"worst_slot", worst_slot},  // slot 0 when EvalMod's output has a bias (docs/bootstrapping.md)
+          {"worst_slot", worst_slot},  // a bias in EvalMod's output would show as slot 0 (docs/bootstrapping.md)
           {"slots", errors.size()}};
 }
 

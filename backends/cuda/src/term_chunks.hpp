@@ -1,7 +1,8 @@
 // A sum's terms in launches of at most Count terms each: SumTerms travels
 // by value as a kernel parameter (2 x Count pointers, far below the 4 KB
-// limit); p[0] is null when there are no plaintexts. `launch(terms, accumulate)` gets accumulate = true from
-// the second launch on (it adds to what the earlier ones wrote).
+// limit); p[0] is null when there are no plaintexts. `launch(terms,
+// accumulate)` gets accumulate = true from the second launch on (it adds
+// to what the earlier ones wrote).
 #pragma once
 
 #include <algorithm>
