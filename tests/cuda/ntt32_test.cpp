@@ -29,7 +29,9 @@ class DeviceCopy {
  public:
   explicit DeviceCopy(const std::vector<T>& host) : size_(host.size()) {
     check(cudaMalloc(reinterpret_cast<void**>(&data_), size_ * sizeof(T)), "cudaMalloc");
-    check(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    const cudaError_t copied = cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice);
+    if (copied != cudaSuccess) cudaFree(data_);  // no destructor runs for a throwing constructor
+    check(copied, "cudaMemcpy to the device");
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;

@@ -478,6 +478,21 @@ TEST_F(Circuits, AlignReachesLevelAndScaleExactly) {
   EXPECT_EQ(same.state(dropped).level, 3);
   EXPECT_THROW(align(same, dropped, 3, target), StateError);   // setting a scale needs a level above
   EXPECT_THROW(align(same, dropped, 4, f().scale()), StateError);  // cannot go up
+
+  // A scale within Engine::add's tolerance (1e-9) but not exactly x's is set
+  // where a level is left (a value read at a scale 1e-11 off is off by as
+  // much), and x is kept as it is where none is.
+  const double near = f().scale() * (1 + 1e-11);
+  ProgramBuilder close = builder(state_at(top));
+  const ValueRef exact = align(close, ValueRef{0}, 2, near);
+  EXPECT_EQ(close.state(exact).level, 2);
+  EXPECT_LT(relative(close.state(exact).scale, near), 1e-14);
+  const Outcome set = run(close, exact, xm, top);
+  EXPECT_LT(max_error(xm, set.decrypted), 1e-5);
+  const ValueRef at3 = align(same, ValueRef{0}, 3, f().scale());
+  const ValueRef kept = align(same, at3, 3, near);
+  EXPECT_EQ(same.state(kept).level, 3);
+  EXPECT_EQ(same.state(kept).scale, f().scale());
 }
 
 }  // namespace
