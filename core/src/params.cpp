@@ -20,7 +20,7 @@ struct PresetShape {
   int special_bits;
   // Bootstrapping presets: the primes a bootstrap consumes, above the
   // levels (circuits::bootstrap_parameters with the default configuration:
-  // SlotToCoeff's 3 of scale_bits, EvalMod's 10 and CoeffToSlot's 3 of 60).
+  // SlotToCoeff's 3 of scale_bits, EvalMod's 10 and CoeffToSlot's 3 of 61).
   int bootstrap_scale_primes = 0;
   int bootstrap_wide_primes = 0;
 };
@@ -30,16 +30,16 @@ struct PresetShape {
 // bootstrap's primes).
 const std::map<std::string, PresetShape>& presets() {
   static const std::map<std::string, PresetShape> table = {
-      {"slots8192_scale30_levels7", {14, 50, 30, 7, 1, 50}},       // 310 <= 430
-      {"slots8192_scale40_levels7", {14, 60, 40, 7, 1, 60}},       // 400 <= 430
-      {"slots8192_scale50_levels6", {14, 60, 50, 6, 1, 60}},       // 420 <= 430
-      {"slots16384_scale30_levels16", {15, 50, 30, 16, 2, 50}},    // 630 <= 868
-      {"slots16384_scale40_levels16", {15, 60, 40, 16, 2, 60}},    // 820 <= 868
-      {"slots16384_scale50_levels13", {15, 60, 50, 13, 2, 60}},    // 830 <= 868
-      {"slots32768_scale30_levels34", {16, 50, 30, 34, 4, 50}},    // 1270 <= 1747
-      {"slots32768_scale40_levels34", {16, 60, 40, 34, 4, 60}},    // 1660 <= 1747
-      {"slots32768_scale50_levels28", {16, 60, 50, 28, 4, 60}},    // 1700 <= 1747
-      {"slots32768_scale40_levels10_bootstrap", {16, 60, 40, 10, 6, 60, 3, 13}},  // 1720 <= 1747
+      {"slots8192_scale30_levels7", {14, 50, 30, 7, 1, 50}},                      // 310 <= 430
+      {"slots8192_scale40_levels7", {14, 60, 40, 7, 1, 60}},                      // 400 <= 430
+      {"slots8192_scale50_levels6", {14, 60, 50, 6, 1, 60}},                      // 420 <= 430
+      {"slots16384_scale30_levels16", {15, 50, 30, 16, 2, 50}},                   // 630 <= 868
+      {"slots16384_scale40_levels16", {15, 60, 40, 16, 2, 60}},                   // 820 <= 868
+      {"slots16384_scale50_levels13", {15, 60, 50, 13, 2, 60}},                   // 830 <= 868
+      {"slots32768_scale30_levels34", {16, 50, 30, 34, 4, 50}},                   // 1270 <= 1747
+      {"slots32768_scale40_levels34", {16, 60, 40, 34, 4, 60}},                   // 1660 <= 1747
+      {"slots32768_scale50_levels28", {16, 60, 50, 28, 4, 60}},                   // 1700 <= 1747
+      {"slots32768_scale40_levels10_bootstrap", {16, 60, 40, 10, 6, 61, 3, 13}},  // 1739 <= 1747
   };
   return table;
 }
@@ -58,7 +58,7 @@ const std::map<std::string, Int32Shape>& int32_presets() {
       {"slots8192_scale40_levels7_int32", {14, 10, 2}},     // ~402 <= 430, 6 digits
       {"slots16384_scale40_levels16_int32", {15, 22, 5}},   // ~855 <= 868, 5 digits
       {"slots32768_scale40_levels34_int32", {16, 46, 10}},  // ~1730 <= 1747, 5 digits
-      // 13 rational levels (10 left after SlotToCoeff's 3), 13 wide: ~1731 <= 1747, 4 digits.
+      // 13 rational levels (10 left after SlotToCoeff's 3), 13 wide: ~1744 <= 1747, 4 digits.
       {"slots32768_scale40_levels10_bootstrap_int32", {16, 18, 12, 13}},
   };
   return table;
@@ -152,7 +152,7 @@ CkksParameters preset(const std::string& name) {
   p.log_ring_degree = s.log_n;
   p.q_bits.push_back(s.first_bits);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.levels + s.bootstrap_scale_primes), s.scale_bits);
-  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.bootstrap_wide_primes), 60);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.bootstrap_wide_primes), 61);
   p.p_bits.assign(static_cast<std::size_t>(s.special_count), s.special_bits);
   p.scale = std::ldexp(1.0, s.scale_bits);
   return p;

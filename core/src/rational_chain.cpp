@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -154,17 +155,20 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
     below = std::sqrt(below * divisor);
   }
 
-  // Wide levels: the smallest unused prime above 2^30 and its nearest partner to 2^60.
-  const double wide_scale = std::ldexp(1.0, 60);
+  // Wide levels: the largest unused prime below 2^30 (one of Harvey's lazy
+  // butterflies per pair, as before) and its nearest partner to 2^61, below
+  // 2^31: the 64-bit family's 61-bit primes, so that bootstrapping works at
+  // the same scale in both.
+  const double wide_scale = std::ldexp(1.0, 61);
   for (int k = 0; k < wide_levels; ++k) {
     auto it = std::lower_bound(main_pool.begin(), main_pool.end(), u64{1} << 30);
-    while (it != main_pool.end() && used.count(*it)) ++it;
-    const u64 a = it == main_pool.end() ? 0 : *it;
+    while (it != main_pool.begin() && used.count(*std::prev(it))) --it;
+    const u64 a = it == main_pool.begin() ? 0 : *std::prev(it);
     if (a != 0) used.insert(a);
     const u64 b = a == 0 ? 0 : nearest_unused(main_pool, used, wide_scale / static_cast<double>(a));
     if (b == 0 || std::fabs(std::log2(static_cast<double>(a) * static_cast<double>(b) / wide_scale)) > 0.5) {
       throw ParameterError("too few primes 1 mod " + std::to_string(2 * ring_degree) +
-                           " near 2^30 for the wide level " + std::to_string(k + 1) + " of the 32-bit chain");
+                           " near 2^30 and 2^31 for the wide level " + std::to_string(k + 1) + " of the 32-bit chain");
     }
     used.insert(b);
     chosen.push_back(a);

@@ -32,7 +32,7 @@ std::vector<LevelBasis> levels(int mains, int wide_levels);
 // scale; the mains follow the levels upward from level 0 (the two largest
 // primes below 2^30), each pair chosen so that the level's nominal scale,
 // sqrt(scale below x D / A), stays nearest the scale. Then each wide level's
-// pair, whose product is nearest 2^60. mains = 0: the two largest primes
+// pair, whose product is nearest 2^61. mains = 0: the two largest primes
 // below 2^30 (level 0 only).
 std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int mains, int wide_levels,
                                const std::vector<u64>& exclude);

@@ -78,8 +78,8 @@ CkksParameters with_wide_levels(int log_n) {
 }
 
 // Wide levels hold two more primes each, whose product is within half a bit
-// of 2^60; products at 2^60 rescale through them and into the chain below.
-TEST(RationalChain, WideLevelsDropAPairNearTwoToTheSixty) {
+// of 2^61; products at 2^61 rescale through them and into the chain below.
+TEST(RationalChain, WideLevelsDropAPairNearTwoToTheSixtyOne) {
   Fixture f(with_wide_levels(11));
   const Context& ctx = *f.context;
   const int chain_top = small_int32_params(11).max_level();
@@ -89,7 +89,7 @@ TEST(RationalChain, WideLevelsDropAPairNearTwoToTheSixty) {
     SCOPED_TRACE(level);
     EXPECT_EQ(ctx.level_basis(level).first, 0);
     EXPECT_EQ(ctx.level_basis(level).count, ctx.level_basis(level - 1).count + 2);
-    EXPECT_LT(std::fabs(std::log2(ctx.rescale_divisor(level)) - 60), 0.5);
+    EXPECT_LT(std::fabs(std::log2(ctx.rescale_divisor(level)) - 61), 0.5);
     EXPECT_EQ(ctx.rescale(level).dropped,
               (std::vector<int>{ctx.level_basis(level).count - 2, ctx.level_basis(level).count - 1}));
   }

@@ -34,9 +34,9 @@ struct CkksParameters {
   // a chain of level 0 only (the sparse-secret encapsulation's low context).
   std::vector<int> q_bits;
   // bits32: the last 2 x wide_levels primes of q_bits are levels above the
-  // rational chain, each of two primes whose product is about 2^60 (a
+  // rational chain, each of two primes whose product is about 2^61 (a
   // rescale drops the pair): bootstrapping's CoeffToSlot and EvalMod work at
-  // that scale, as they do on the 64-bit family's 60-bit primes.
+  // that scale, as they do on the 64-bit family's 61-bit primes.
   int wide_levels = 0;
   std::vector<int> p_bits;        // special primes for hybrid key switching
   double scale = 0;               // default encoding scale (independent of prime sizes)

@@ -97,18 +97,18 @@ struct BootstrapConfig {
 // Parameters laid out for bootstrapping at ring degree 2^log_ring_degree:
 // q_0 of 60 bits, `user_levels` primes of 40 bits (scale 2^40), then the
 // primes the bootstrap consumes from the top: SlotToCoeff's of 40 bits,
-// EvalMod's and CoeffToSlot's of 60 bits (EvalMod's precision is set by the
-// scale it works at), and special primes of 60 bits for about five
+// EvalMod's and CoeffToSlot's of 61 bits (EvalMod's precision is set by the
+// scale it works at), and special primes of 61 bits for about five
 // key-switching digits. The secret is dense (uniform ternary), so the 2025
-// table applies (N = 2^16 with 10 user levels: log2(QP) = 1720 <= 1747) and
+// table applies (N = 2^16 with 10 user levels: log2(QP) = 1739 <= 1747) and
 // the Bootstrapper needs SparseEncapsulationKeys. Context::create refuses
 // parameters outside the table: below N = 2^16 this layout is (2^15 allows
 // log2(QP) <= 868).
 // WordSize::bits32: the rational chain at 2^40 for the user's and
 // SlotToCoeff's levels (at least `user_levels` left, 13 levels need 18
-// mains), then CoeffToSlot's and EvalMod's as wide levels (pairs of 30-bit
-// primes, about 2^60 each), and 31-bit special primes for four digits
-// (N = 2^16 with 10 user levels: log2(QP) ~ 1731).
+// mains), then CoeffToSlot's and EvalMod's as wide levels (pairs of a
+// 30-bit and a 31-bit prime, about 2^61 each), and 31-bit special primes for
+// four digits (N = 2^16 with 10 user levels: log2(QP) ~ 1744).
 CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const BootstrapConfig& config = {},
                                     WordSize word_size = WordSize::bits64);
 
