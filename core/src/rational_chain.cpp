@@ -155,10 +155,10 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
     below = std::sqrt(below * divisor);
   }
 
-  // Wide levels: the largest unused prime below 2^30 (one of Harvey's lazy
-  // butterflies per pair, as before) and its nearest partner to 2^61, below
-  // 2^31: the 64-bit family's 61-bit primes, so that bootstrapping works at
-  // the same scale in both.
+  // Wide levels: the largest unused prime below 2^30 and its nearest partner
+  // to 2^61, below 2^31 (so each pair keeps one prime on the NTT's lazy
+  // path, as before): the 64-bit family's 61-bit primes, so that
+  // bootstrapping works at the same scale in both.
   const double wide_scale = std::ldexp(1.0, 61);
   for (int k = 0; k < wide_levels; ++k) {
     auto it = std::lower_bound(main_pool.begin(), main_pool.end(), u64{1} << 30);

@@ -2,6 +2,7 @@
 // that drop some primes and add a terminal one (params.hpp), on the CPU backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -90,6 +91,12 @@ TEST(RationalChain, WideLevelsDropAPairNearTwoToTheSixtyOne) {
     EXPECT_EQ(ctx.level_basis(level).first, 0);
     EXPECT_EQ(ctx.level_basis(level).count, ctx.level_basis(level - 1).count + 2);
     EXPECT_LT(std::fabs(std::log2(ctx.rescale_divisor(level)) - 61), 0.5);
+    // One prime of the pair below 2^30 (the NTT's lazy path), one above.
+    const int count = ctx.level_basis(level).count;
+    const u64 a = ctx.q()[static_cast<std::size_t>(count - 2)].value;
+    const u64 b = ctx.q()[static_cast<std::size_t>(count - 1)].value;
+    EXPECT_LT(std::min(a, b), u64{1} << 30);
+    EXPECT_GE(std::max(a, b), u64{1} << 30);
     EXPECT_EQ(ctx.rescale(level).dropped,
               (std::vector<int>{ctx.level_basis(level).count - 2, ctx.level_basis(level).count - 1}));
   }
