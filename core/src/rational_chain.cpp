@@ -168,7 +168,8 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
     const u64 b = a == 0 ? 0 : nearest_unused(main_pool, used, wide_scale / static_cast<double>(a));
     if (b == 0 || std::fabs(std::log2(static_cast<double>(a) * static_cast<double>(b) / wide_scale)) > 0.5) {
       throw ParameterError("too few primes 1 mod " + std::to_string(2 * ring_degree) +
-                           " near 2^30 and 2^31 for the wide level " + std::to_string(k + 1) + " of the 32-bit chain");
+                           " below 2^31 for the wide level " + std::to_string(k + 1) +
+                           " of the 32-bit chain: no unused pair within half a bit of 2^61");
     }
     used.insert(b);
     chosen.push_back(a);

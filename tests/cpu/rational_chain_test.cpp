@@ -163,7 +163,7 @@ TEST(RationalChain, ModRaiseLiftsLevelZerosPairCentered) {
 }
 
 // The encapsulation's low context is level 0's two primes and two special
-// primes (about 120 bits), a chain of level 0 only.
+// primes (about 122 bits), a chain of level 0 only.
 TEST(RationalChain, TheEncapsulationLowContextIsLevelZeroAndTwoSpecialPrimes) {
   const auto ctx = Context::create(with_wide_levels(11));
   const auto low = encapsulation_low_context(*ctx);

@@ -5,7 +5,7 @@
 //
 // The key to s' is an RLWE sample whose secret is s', so it must sit at a
 // modulus small enough for h = 32: it lives in the low context, whose primes
-// are q_0 and the first special prime only (about 120 bits at N = 2^16, as
+// are q_0 and the first special prime only (about 121 bits at N = 2^16, as
 // OpenFHE keeps it at q_0 times one auxiliary prime); the key back is
 // protected by the dense secret over the whole QP, as every evaluation key
 // is. The ephemeral secret is not kept.

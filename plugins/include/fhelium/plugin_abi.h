@@ -25,7 +25,7 @@
  * host gives a 32-bit context only to plugins of 1.6 or later; 1.7 adds
  * FHELIUM_EXTENSION_COLLECTIVES (device-to-device broadcasts between ranks);
  * 1.8 appends wide_levels to FheliumContextArgs (the 32-bit chain's levels of
- * two primes near 2^60) and lets a 32-bit level 0 of two primes reach
+ * two primes each above its rational chain) and lets a 32-bit level 0 of two primes reach
  * mod_raise: the host gives a context with wide levels, or a 32-bit chain of
  * level 0 only, only to plugins of 1.8 or later, and lifts a two-prime
  * level 0 itself for older ones; 1.9 appends sum_products to the table and

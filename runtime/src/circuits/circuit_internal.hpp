@@ -17,7 +17,7 @@ runtime::ValueRef at_level(runtime::ProgramBuilder& b, runtime::ValueRef v, int 
 // a scale 1e-9 off is off by as much: in EvalMod's Chebyshev powers such
 // errors add up to a bias that SlotToCoeff gathers on slot 0. (align's
 // multiply by 1 is itself rounded to an integer near q: off by up to
-// 0.5 / q, 2^-61 on 60-bit primes, 2^-41 on 40-bit ones.)
+// 0.5 / q, 2^-62 on EvalMod's 61-bit primes, 2^-41 on 40-bit ones.)
 bool exact_scale(double a, double b);
 
 // ceil(log2(n)) for n >= 1.
