@@ -152,7 +152,7 @@ CkksParameters preset(const std::string& name) {
   p.log_ring_degree = s.log_n;
   p.q_bits.push_back(s.first_bits);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.levels + s.bootstrap_scale_primes), s.scale_bits);
-  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.bootstrap_wide_primes), 61);
+  p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(s.bootstrap_wide_primes), wide_level_bits);
   p.p_bits.assign(static_cast<std::size_t>(s.special_count), s.special_bits);
   p.scale = std::ldexp(1.0, s.scale_bits);
   return p;

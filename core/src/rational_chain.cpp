@@ -159,7 +159,7 @@ std::vector<u64> choose_primes(std::uint64_t ring_degree, double scale, int main
   // to 2^61, below 2^31 (so each pair keeps one prime on the NTT's lazy
   // path, as before): the 64-bit family's 61-bit primes, so that
   // bootstrapping works at the same scale in both.
-  const double wide_scale = std::ldexp(1.0, 61);
+  const double wide_scale = std::ldexp(1.0, wide_level_bits);
   for (int k = 0; k < wide_levels; ++k) {
     auto it = std::lower_bound(main_pool.begin(), main_pool.end(), u64{1} << 30);
     while (it != main_pool.begin() && used.count(*std::prev(it))) --it;

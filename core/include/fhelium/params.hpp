@@ -21,6 +21,12 @@ enum class WordSize : std::uint8_t { bits32 = 32, bits64 = 64 };
 // 64-bit words (fhelium/backend/residue_transfer.hpp).
 inline std::size_t stored_word_bytes(WordSize word_size) { return word_size == WordSize::bits32 ? 4 : 8; }
 
+// log2 of the scale bootstrapping's CoeffToSlot and EvalMod work at, one
+// level each: a 61-bit prime with 64-bit words (the widest they take; each
+// bit is a bit less rounding noise), a wide level of two primes whose
+// product is near 2^61 with 32-bit words.
+inline constexpr int wide_level_bits = 61;
+
 struct CkksParameters {
   int log_ring_degree = 14;
   // Ciphertext primes, q_0 first. bits64: the last one is dropped first.

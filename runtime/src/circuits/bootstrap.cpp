@@ -155,14 +155,11 @@ CkksParameters bootstrap_parameters(int log_ring_degree, int user_levels, const 
     p.p_bits.assign((p.q_bits.size() + 3) / 4, 31);
     return p;
   }
-  // The widest primes the 64-bit words take (61 bits) where the bootstrap
-  // works at a prime's scale: each bit there is a bit less rounding noise.
-  constexpr int wide_bits = 61;
   p.q_bits.push_back(60);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(user_levels + config.slot_to_coeff_levels), 40);
   p.q_bits.insert(p.q_bits.end(), static_cast<std::size_t>(config.eval_mod_depth() + config.coeff_to_slot_levels),
-                  wide_bits);
-  p.p_bits.assign((p.q_bits.size() + 4) / 5, wide_bits);
+                  wide_level_bits);
+  p.p_bits.assign((p.q_bits.size() + 4) / 5, wide_level_bits);
   return p;
 }
 
