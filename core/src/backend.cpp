@@ -86,6 +86,45 @@ void Backend::sum_products(const BackendContext& c, const PolyArg& out, std::spa
   }
 }
 
+void Backend::sum_constant_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                                    std::span<const std::uint64_t> r) {
+  check_sum_constant_products(out, a, r);
+  const auto limbs = static_cast<std::size_t>(out.limbs);
+  multiply_constant(c, out, a[0], r.first(limbs));
+  if (a.size() == 1) return;
+  const std::size_t words = static_cast<std::size_t>(out.components) * limbs * c.context().ring_degree();
+  const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
+  const PolyArg term{product.get(), out.components, out.limbs};
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    multiply_constant(c, term, a[i], r.subspan(i * limbs, limbs));
+    add(c, out, out, term);
+  }
+}
+
+namespace {
+// A sum's term i has out's components and limbs and another buffer.
+template <class Refuse>
+void check_sum_term(const Refuse& refuse, const PolyArg& out, const PolyArg& term, std::size_t i) {
+  if (term.components != out.components || term.limbs != out.limbs) {
+    refuse("term " + std::to_string(i) + " has " + std::to_string(term.components) + " components of " +
+           std::to_string(term.limbs) + " limbs, expected the output's " + std::to_string(out.components) + " of " +
+           std::to_string(out.limbs));
+  }
+  if (term.buffer == out.buffer) refuse("term " + std::to_string(i) + " is the output, expected another buffer");
+}
+}  // namespace
+
+void check_sum_constant_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const std::uint64_t> r) {
+  const auto refuse = [](const std::string& what) { throw InvalidArgumentError("sum_constant_products: " + what); };
+  if (a.empty()) refuse("no terms, expected at least one");
+  const std::size_t expected = a.size() * static_cast<std::size_t>(out.limbs);
+  if (r.size() != expected) {
+    refuse(std::to_string(r.size()) + " residues for " + std::to_string(a.size()) + " terms of " +
+           std::to_string(out.limbs) + " limbs, expected " + std::to_string(expected) + " (one per term and limb)");
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) check_sum_term(refuse, out, a[i], i);
+}
+
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p) {
   const auto refuse = [](const std::string& what) { throw InvalidArgumentError("sum_products: " + what); };
   if (a.empty()) refuse("no terms, expected at least one");
@@ -94,12 +133,7 @@ void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::spa
            " plaintexts, expected one plaintext per ciphertext or none");
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].components != out.components || a[i].limbs != out.limbs) {
-      refuse("term " + std::to_string(i) + " has " + std::to_string(a[i].components) + " components of " +
-             std::to_string(a[i].limbs) + " limbs, expected the output's " + std::to_string(out.components) + " of " +
-             std::to_string(out.limbs));
-    }
-    if (a[i].buffer == out.buffer) refuse("term " + std::to_string(i) + " is the output, expected another buffer");
+    check_sum_term(refuse, out, a[i], i);
     if (p.empty()) continue;
     if (p[i].components != 1 || p[i].limbs != out.limbs) {
       refuse("plaintext " + std::to_string(i) + " has " + std::to_string(p[i].components) + " components of " +

@@ -407,16 +407,49 @@ Ciphertext Engine::multiply_plain(const Ciphertext& a, const Plaintext& p) const
   return out;
 }
 
-Ciphertext Engine::multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const {
-  check_own(a, "multiply_scalar");
+namespace {
+// a's state after a product by a constant at scalar_scale.
+ValueState scalar_product_state(const char* op, const ValueState& a, double scalar_scale) {
   if (!(scalar_scale >= 1.0) || !std::isfinite(scalar_scale)) {
-    throw InvalidArgumentError("multiply_scalar: scalar scale " + std::to_string(scalar_scale) +
+    throw InvalidArgumentError(std::string(op) + ": scalar scale " + std::to_string(scalar_scale) +
                                " is invalid, expected a finite value >= 1");
   }
-  ValueState s = a.state;
-  s.scale = a.state.scale * scalar_scale;
-  Ciphertext out = make_ciphertext(s);
+  ValueState s = a;
+  s.scale = a.scale * scalar_scale;
+  return s;
+}
+}  // namespace
+
+Ciphertext Engine::multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const {
+  check_own(a, "multiply_scalar");
+  Ciphertext out = make_ciphertext(scalar_product_state("multiply_scalar", a.state, scalar_scale));
   backend_->multiply_constant(*prepared_, arg(out), arg(a), constant_residues(value * scalar_scale, a.state.level));
+  return out;
+}
+
+Ciphertext Engine::multiply_scalar_sum(std::span<const Ciphertext> a, std::span<const double> values,
+                                       std::span<const double> scalar_scales) const {
+  const char* op = "multiply_scalar_sum";
+  if (a.empty()) throw InvalidArgumentError("multiply_scalar_sum: no terms, expected at least one");
+  if (values.size() != a.size() || scalar_scales.size() != a.size()) {
+    throw InvalidArgumentError("multiply_scalar_sum: " + std::to_string(a.size()) + " ciphertexts, " +
+                               std::to_string(values.size()) + " values and " + std::to_string(scalar_scales.size()) +
+                               " scalar scales, expected one value and one scalar scale per ciphertext");
+  }
+  check_own(a[0], op);
+  const ValueState s = scalar_product_state(op, a[0].state, scalar_scales[0]);
+  std::vector<PolyArg> terms;
+  std::vector<u64> residues;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    check_own(a[i], op);
+    require_components(op, a[i].state, s.components);
+    require_aligned(op, s, scalar_product_state(op, a[i].state, scalar_scales[i]));  // the products are summed
+    terms.push_back(arg(a[i]));
+    const std::vector<u64> r = constant_residues(values[i] * scalar_scales[i], s.level);
+    residues.insert(residues.end(), r.begin(), r.end());
+  }
+  Ciphertext out = make_ciphertext(s);
+  backend_->sum_constant_products(*prepared_, arg(out), terms, residues);
   return out;
 }
 

@@ -377,6 +377,12 @@ void RecordingBackend::sum_products(const BackendContext& c, const PolyArg& out,
   issue([this, &c, out, terms = std::vector<PolyArg>(a.begin(), a.end()),
          plains = std::vector<PolyArg>(p.begin(), p.end())] { inner().sum_products(c, out, terms, plains); });
 }
+void RecordingBackend::sum_constant_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                                             std::span<const std::uint64_t> r) {
+  issue([this, &c, out, terms = std::vector<PolyArg>(a.begin(), a.end()), residues = copied(r)] {
+    inner().sum_constant_products(c, out, terms, residues);
+  });
+}
 void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                               std::uint32_t galois_element, const KeyArg& key) {
   issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });

@@ -502,6 +502,22 @@ class PluginBackend final : public Backend {
     args.term_count = terms.size();
     call(api.sum_products, "sum_products", args);
   }
+  void sum_constant_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                             std::span<const std::uint64_t> r) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has =
+        api.struct_size >= offsetof(FheliumBackendApi, sum_constant_products) + sizeof(api.sum_constant_products);
+    if (!has || api.sum_constant_products == nullptr) return Backend::sum_constant_products(c, out, a, r);
+    check_sum_constant_products(out, a, r);
+    std::vector<FheliumPoly> terms;
+    for (const auto& x : a) terms.push_back(poly(x));
+    FheliumOpArgs args = op(c, out, a[0]);
+    args.terms = terms.data();
+    args.term_count = terms.size();
+    args.residues = r.data();
+    args.residue_count = r.size();
+    call(api.sum_constant_products, "sum_constant_products", args);
+  }
   void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     const FheliumBackendApi& api = instance_->api();
     const bool has = api.struct_size >= offsetof(FheliumBackendApi, mod_raise) + sizeof(api.mod_raise);

@@ -320,7 +320,7 @@ class PoisoningBackend final : public ForwardingBackend {
     return buffer;
   }
   // The backend's own versions (ForwardingBackend's defaults would run its
-  // multiply and relinearize, its multiply_plain and add).
+  // multiply and relinearize, its multiply_plain or multiply_constant and add).
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
     inner().multiply_relinearize(c, out, a, b, key);
@@ -328,6 +328,10 @@ class PoisoningBackend final : public ForwardingBackend {
   void sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                     std::span<const PolyArg> p) override {
     inner().sum_products(c, out, a, p);
+  }
+  void sum_constant_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                             std::span<const std::uint64_t> r) override {
+    inner().sum_constant_products(c, out, a, r);
   }
 
  private:
@@ -713,6 +717,35 @@ std::vector<CaseDef> make_cases(int level) {
       [=](Side& s, T t, P) { return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), twenty_plains(s, t)))); },
       [=](T t) { return one(twenty_clear(t, true)); });
   def(
+      "multiply_scalar_sum(3)",
+      [](Side& s, T t, P) {
+        const std::vector<Ciphertext> batch = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hc)};
+        const double scale = s.context().params().scale;
+        const std::vector<double> values = {-1.5, 0.25, 2.0}, scales = {scale, scale, scale};
+        return single(s.get(s.engine.multiply_scalar_sum(batch, values, scales)));
+      },
+      [=](T t) {
+        const auto scaled = [](const Message& m, double v) { return map(m, [v](auto x) { return v * x; }); };
+        return one(zip(zip(scaled(t.a, -1.5), scaled(t.b, 0.25), plus), scaled(t.c, 2.0), plus));
+      });
+  // 20 terms, more than one launch of 12; value i is (i - 10) / 8.
+  def(
+      "multiply_scalar_sum(20)",
+      [=](Side& s, T t, P) {
+        std::vector<double> values, scales(20, s.context().params().scale);
+        for (int i = 0; i < 20; ++i) values.push_back((i - 10) / 8.0);
+        return single(s.get(s.engine.multiply_scalar_sum(twenty(s, t), values, scales)));
+      },
+      [=](T t) {
+        const Message* messages[] = {&t.a, &t.b, &t.c};
+        Message total(t.a.size());
+        for (int i = 0; i < 20; ++i) {
+          const double v = (i - 10) / 8.0;
+          total = zip(total, map(*messages[term_pair(i).first], [v](auto x) { return v * x; }), plus);
+        }
+        return one(total);
+      });
+  def(
       "multiply_integer(-3)", [](Side& s, T t, P) { return single(s.get(s.engine.multiply_integer(s.ct(t.ha), -3))); },
       [=](T t) { return one(map(t.a, [](auto x) { return -3.0 * x; })); });
   def(
@@ -887,6 +920,18 @@ std::vector<CaseDef> make_cases(int level) {
   direct("sum_products(no plaintexts)", [](DirectCall& d, Side&, T t) {
     const std::vector<PolyArg> terms = {d.input(t.ha), d.input(t.hb), d.input(t.hc)};
     d.backend().sum_products(d.prepared(), d.output(t.ha.state), terms, {});
+  });
+  // 20 terms (more than one launch of 12), each with its own constants:
+  // the drawn ones, 1, or the term's index.
+  direct("sum_constant_products", [](DirectCall& d, Side&, T t) {
+    const PolyArg inputs[] = {d.input(t.ha), d.input(t.hb), d.input(t.hc)};
+    std::vector<PolyArg> terms;
+    std::vector<std::uint64_t> residues;
+    for (std::uint64_t i = 0; i < 20; ++i) {
+      terms.push_back(inputs[i % 3]);
+      for (const std::uint64_t r : t.constants) residues.push_back(i % 3 == 0 ? r : i % 3 == 1 ? 1 : i);
+    }
+    d.backend().sum_constant_products(d.prepared(), d.output(t.ha.state), terms, residues);
   });
   direct("multiply", [=](DirectCall& d, Side&, T t) {
     const auto a = d.input(t.ha), b = d.input(t.hb);

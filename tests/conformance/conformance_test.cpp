@@ -73,6 +73,13 @@ class SkipSumProductsBackend final : public BrokenBackend {
                     std::span<const PolyArg>) override {}
 };
 
+// Never writes sum_constant_products' output.
+class SkipSumConstantProductsBackend final : public BrokenBackend {
+ public:
+  void sum_constant_products(const BackendContext&, const PolyArg&, std::span<const PolyArg>,
+                             std::span<const std::uint64_t>) override {}
+};
+
 // negate fails the way a device error would.
 class ThrowingNegateBackend final : public BrokenBackend {
  public:
@@ -188,6 +195,23 @@ TEST(Conformance, UnwrittenSumProductsOutputFails) {
   const auto* multiply_plain = find_case(results, "N4096/L3/K1/level3/multiply_plain");
   ASSERT_NE(multiply_plain, nullptr);
   EXPECT_TRUE(multiply_plain->passed) << multiply_plain->detail;
+}
+
+// Likewise sum_constant_products: the Engine's multiply_scalar_sum reaches
+// it, and so does a direct call; multiply_scalar does not.
+TEST(Conformance, UnwrittenSumConstantProductsOutputFails) {
+  const auto results = run_conformance(std::make_shared<SkipSumConstantProductsBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) EXPECT_TRUE(contains(r.name, "sum")) << r.name << ": " << r.detail;
+  for (const char* name : {"multiply_scalar_sum(3)", "multiply_scalar_sum(20)", "direct:sum_constant_products"}) {
+    const auto* c = find_case(results, std::string("N4096/L3/K1/level3/") + name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_FALSE(c->passed) << name;
+  }
+  const auto* multiply_scalar = find_case(results, "N4096/L3/K1/level3/multiply_scalar(-1.5)");
+  ASSERT_NE(multiply_scalar, nullptr);
+  EXPECT_TRUE(multiply_scalar->passed) << multiply_scalar->detail;
 }
 
 TEST(Conformance, UnwrittenRescaleOutputFails) {

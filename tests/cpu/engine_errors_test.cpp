@@ -69,6 +69,58 @@ TEST_F(EngineErrors, MultiplyPlainSumOperands) {
   expect_error<StateError>([&] { sum({top, g.encrypt(a, 1)}, {p, p}); }, {"multiply_plain_sum", "belongs to context"});
 }
 
+TEST_F(EngineErrors, MultiplyScalarSumOperands) {
+  const double s = f.scale();
+  const auto sum = [&](std::vector<Ciphertext> values, std::vector<double> scalars, std::vector<double> scales) {
+    return f.engine.multiply_scalar_sum(values, scalars, scales);
+  };
+  expect_error<InvalidArgumentError>([&] { sum({}, {}, {}); }, {"multiply_scalar_sum", "no terms"});
+  expect_error<InvalidArgumentError>(
+      [&] {
+        sum({top, top}, {1.0}, {s, s});
+      },
+      {"2 ciphertexts, 1 values and 2 scalar scales", "one value and one scalar"});
+  expect_error<InvalidArgumentError>(
+      [&] {
+        sum({top, top}, {1.0, 1.0}, {s, 0.5});
+      },
+      {"multiply_scalar_sum", "scalar scale 0.5", "expected a finite value >= 1"});
+  expect_error<StateError>([&] { sum({top, low}, {1.0, 1.0}, {s, s}); }, {"multiply_scalar_sum", "levels 3 and 1"});
+  expect_error<StateError>(
+      [&] {
+        sum({top, top}, {1.0, 1.0}, {s, 2.0});
+      },
+      {"multiply_scalar_sum", "scales 2^80 and 2^41"});
+  expect_error<StateError>(
+      [&] {
+        sum({top, f.engine.multiply(top, top)}, {1.0, 1.0}, {s, s});
+      },
+      {"multiply_scalar_sum", "3 components, expected 2"});
+  Fixture g(small_params(12, 3), 9);
+  expect_error<StateError>(
+      [&] {
+        sum({top, g.encrypt(a)}, {1.0, 1.0}, {s, s});
+      },
+      {"multiply_scalar_sum", "belongs to context"});
+}
+
+// The shape rules every backend's sum_constant_products applies first.
+TEST_F(EngineErrors, SumConstantProductsShapes) {
+  const auto out = f.engine.backend().allocate(8), x = f.engine.backend().allocate(8);
+  const PolyArg o{out.get(), 2, 4}, term{x.get(), 2, 4};
+  const std::vector<std::uint64_t> eight(8, 1);
+  const auto refused = [&](std::vector<PolyArg> terms, std::size_t residues, const char* fragment) {
+    const std::vector<std::uint64_t> r(residues, 1);
+    expect_error<InvalidArgumentError>([&] { check_sum_constant_products(o, terms, r); },
+                                       {"sum_constant_products", fragment});
+  };
+  refused({}, 0, "no terms");
+  refused({term, term}, 4, "4 residues for 2 terms of 4 limbs, expected 8 (one per term and limb)");
+  refused({PolyArg{x.get(), 2, 3}}, 4, "term 0 has 2 components of 3 limbs, expected the output's 2 of 4");
+  refused({o}, 4, "term 0 is the output");
+  EXPECT_NO_THROW(check_sum_constant_products(o, std::vector<PolyArg>{term, term}, eight));
+}
+
 // The shape rules every backend's sum_products applies first.
 TEST_F(EngineErrors, SumProductsShapes) {
   const auto out = f.engine.backend().allocate(8), x = f.engine.backend().allocate(8);

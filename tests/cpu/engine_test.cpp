@@ -128,6 +128,30 @@ TEST_P(EngineTest, MultiplyPlainSumIsTheSumOfItsProducts) {
   EXPECT_EQ(f->engine.download(added).data, f->engine.download(f->engine.add(f->engine.add(ca, cb), ca)).data);
 }
 
+// The fused sum of scalar products has the residues and state of its
+// parts, added in turn, and decrypts to -1.5 a + 0.25 b + 3 a; a term at
+// value 1 and scalar scale 1 is the term itself.
+TEST_P(EngineTest, MultiplyScalarSumIsTheSumOfItsProducts) {
+  const double s = f->scale();
+  const std::vector<Ciphertext> values = {ca, cb, ca};
+  const std::vector<double> scalars = {-1.5, 0.25, 3.0}, scales = {s, s, s};
+  const Ciphertext fused = f->engine.multiply_scalar_sum(values, scalars, scales);
+  const Ciphertext parts =
+      f->engine.add(f->engine.add(f->engine.multiply_scalar(ca, -1.5, s), f->engine.multiply_scalar(cb, 0.25, s)),
+                    f->engine.multiply_scalar(ca, 3.0, s));
+  EXPECT_EQ(fused.state.scale, parts.state.scale);
+  EXPECT_EQ(fused.state.level, level());
+  EXPECT_EQ(f->engine.download(fused).data, f->engine.download(parts).data);
+  if (level() > 0) {
+    const Message expected = apply(a, b, [](auto x, auto y) { return 1.5 * x + 0.25 * y; });
+    EXPECT_LT(max_error(expected, f->decrypt(f->engine.rescale(fused))), tolerance);
+  }
+  const std::vector<Ciphertext> two = {ca, cb};
+  const std::vector<double> ones = {1.0, 1.0};
+  EXPECT_EQ(f->engine.download(f->engine.multiply_scalar_sum(two, ones, ones)).data,
+            f->engine.download(f->engine.add(ca, cb)).data);
+}
+
 TEST_P(EngineTest, MultiplyPlainScalarInteger) {
   if (level() == 0) GTEST_SKIP() << "no level left to rescale";
   const auto pb = f->plaintext(b, level(), f->scale());

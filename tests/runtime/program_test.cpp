@@ -764,5 +764,51 @@ TEST_F(ProgramRun, LongProgramsKeepOnlyLiveValues) {
   EXPECT_EQ(counted.download(out.at("y").ciphertext()).data, engine().download(expected).data);
 }
 
+// multiply_scalar nodes that only a sum reads run inside it (one
+// multiply_scalar_sum): their products are never stored, and the residues
+// are the eager ones. A product read twice, or an output, is its own node.
+TEST_F(ProgramRun, ScalarProductsReadOnlyByASumRunInsideIt) {
+  auto backend = std::make_shared<CountingBackend>();
+  const Engine counted(f().context, backend);
+  const double s20 = std::ldexp(1.0, 20);
+  ProgramBuilder b("leaves");
+  auto x = b.input("x");
+  auto y = b.input("y");
+  std::vector<ValueRef> products;
+  for (int i = 0; i < 8; ++i) products.push_back(b.multiply_scalar(i % 2 ? y : x, 0.25 * i - 1.0, s20));
+  b.output("fused", b.sum(products));
+  auto kept = b.multiply_scalar(x, 0.75, s20);   // an output too
+  auto twice = b.multiply_scalar(y, -2.0, s20);  // read twice
+  b.output("kept", kept);
+  b.output("mixed", b.sum({kept, twice, twice}));
+  const PreparedProgram prepared = b.build().prepare(f().context, top_state());
+  const Executable exe = link(prepared, counted, Materials{});
+
+  const Message xm = f().random_message(1.0), ym = f().random_message(1.0);
+  const auto encrypt = [&](const Message& m) {
+    return f().encryptor.encrypt(f().encoder.encode(m, f().context->max_level(), f().scale()), f().pk);
+  };
+  const HostValue hx = encrypt(xm), hy = encrypt(ym);
+  const Ciphertext cx = counted.upload_ciphertext(hx), cy = counted.upload_ciphertext(hy);
+  const int before = backend->live();
+  backend->reset_peak();
+  const ValueTree out = exe.run(ValueTree(ValueTree::Map{{"x", cx}, {"y", cy}}));
+  // The fused sum holds its output and one term of the default
+  // sum_constant_products at a time, not eight products: at most the four
+  // outputs are live at once.
+  EXPECT_LE(backend->peak() - before, 4) << "the fused products were stored";
+
+  const Engine& e = engine();
+  const Ciphertext ex = e.upload_ciphertext(hx), ey = e.upload_ciphertext(hy);
+  std::vector<Ciphertext> eager;
+  for (int i = 0; i < 8; ++i) eager.push_back(e.multiply_scalar(i % 2 ? ey : ex, 0.25 * i - 1.0, s20));
+  const Ciphertext eager_kept = e.multiply_scalar(ex, 0.75, s20), eager_twice = e.multiply_scalar(ey, -2.0, s20);
+  const std::vector<Ciphertext> mixed = {eager_kept, eager_twice, eager_twice};
+  EXPECT_EQ(counted.download(out.at("fused").ciphertext()).data, e.download(e.sum(eager)).data);
+  EXPECT_EQ(counted.download(out.at("kept").ciphertext()).data, e.download(eager_kept).data);
+  EXPECT_EQ(counted.download(out.at("mixed").ciphertext()).data, e.download(e.sum(mixed)).data);
+  EXPECT_EQ(out.at("fused").ciphertext().state, prepared.state("fused"));
+}
+
 }  // namespace
 }  // namespace fhelium::runtime

@@ -160,6 +160,26 @@ class CpuBackend final : public Backend {
     });
   }
 
+  // Limb by limb, as sum_products.
+  void sum_constant_products(const BackendContext& bc, const PolyArg& out, std::span<const PolyArg> a,
+                             std::span<const std::uint64_t> r) override {
+    check_sum_constant_products(out, a, r);
+    const auto limbs = static_cast<std::size_t>(out.limbs);
+    with_word(bc.context(), [&](auto word) {
+      using W = decltype(word);
+      for_each_limb(bc, out, [&](int c, int i, std::size_t n, u64 q) {
+        const auto limb = static_cast<std::size_t>(i);
+        W* o = limb_of<W>(out, n, c, i);
+        scale_limb(limb_of<W>(a[0], n, c, i), o, n, r[limb], q);
+        std::vector<W> term(a.size() == 1 ? 0 : n);
+        for (std::size_t t = 1; t < a.size(); ++t) {
+          scale_limb(limb_of<W>(a[t], n, c, i), term.data(), n, r[t * limbs + limb], q);
+          add_residues(o, term.data(), o, n, static_cast<W>(q));
+        }
+      });
+    });
+  }
+
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     const auto& ctx = static_cast<const CpuContext&>(bc);
     const Context& c = ctx.context();

@@ -388,6 +388,24 @@ class CudaBackend final : public Backend {
     });
   }
 
+  void sum_constant_products(const BackendContext& bc, const PolyArg& out, std::span<const PolyArg> a,
+                             std::span<const std::uint64_t> r) override {
+    guarded("sum_constant_products", [&] {
+      check_sum_constant_products(out, a, r);
+      Op op(*this, bc, "sum_constant_products");
+      const kernels::Poly o = op.out(out);
+      std::vector<kernels::Poly> terms;
+      for (const PolyArg& term : a) terms.push_back(op.in(term));
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(out);
+        std::vector<narrow::Poly> terms32;
+        for (const kernels::Poly& term : terms) terms32.push_back(op.n32(term));
+        return op.issue([&] { narrow::sum_constant_products(op.stream(), op.n(), primes, op.n32(o), terms32, r); });
+      }
+      op.issue([&] { kernels::sum_constant_products(op.launch, o, terms, r); });
+    });
+  }
+
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("multiply", [&] {
       Op op(*this, bc, "multiply");

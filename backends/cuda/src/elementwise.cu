@@ -21,6 +21,8 @@ struct LimbConstants {
 
 // The terms of one sum_products launch, by value.
 using SumTerms = cuda::SumTerms<u64, 15>;
+// 12 x 32 constants: 3 KB of the 4 KB of kernel parameters.
+using ConstantTerms = cuda::ConstantTerms<u64, 12, 32>;
 
 dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
 
@@ -112,14 +114,52 @@ __global__ void __launch_bounds__(threads)
 // out = sum of a_i p_i (or of a_i when p[0] is null) over `count` terms, plus
 // out itself when `accumulate` (a later chunk of terms): the products add up
 // in 128 bits, count q^2 + q < 2^128 for q < 2^62, and one reduction per word.
-__global__ void __launch_bounds__(threads)
-    sum_products_kernel(u64* out, SumTerms terms, bool accumulate, u32 n, int limbs, const DevPrime* primes) {
-  const int row = static_cast<int>(blockIdx.y);
-  const int limb = row % limbs;
+// blockIdx.y = limb and a thread sums C components from `first`, so each
+// plaintext residue is read once, not once per component.
+template <int C>
+__global__ void __launch_bounds__(threads) sum_products_kernel(u64* out, SumTerms terms, bool accumulate, u32 n,
+                                                                int limbs, int first, const DevPrime* primes) {
+  const int limb = static_cast<int>(blockIdx.y);
   const DevPrime prime = primes[limb];
   const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
-  const std::size_t at = static_cast<std::size_t>(row) * n + k;
   const std::size_t plain_at = static_cast<std::size_t>(limb) * n + k;
+  const std::size_t component_words = static_cast<std::size_t>(limbs) * n;
+  std::size_t at[C];
+  U128 x[C];
+  U128 y[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    at[c] = (first + c) * component_words + plain_at;
+    if (accumulate) {
+      const ulonglong2 o = load_pair(out + at[c]);
+      x[c].lo = o.x;
+      y[c].lo = o.y;
+    }
+  }
+  for (int t = 0; t < terms.count; ++t) {
+    const ulonglong2 w = terms.p[0] ? load_pair(terms.p[t] + plain_at) : make_ulonglong2(1, 1);
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const ulonglong2 v = load_pair(terms.a[t] + at[c]);
+      mul_add(x[c], v.x, w.x);
+      mul_add(y[c], v.y, w.y);
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < C; ++c) store_pair(out + at[c], make_ulonglong2(reduce128(x[c], prime), reduce128(y[c], prime)));
+}
+
+// out = sum of a_t r_t over a launch's terms at limbs [first, first +
+// limbs) of every component, plus out itself when `accumulate`: 128-bit
+// sums as in sum_products_kernel, one reduction per word.
+__global__ void __launch_bounds__(threads) sum_constant_products_kernel(u64* out, ConstantTerms terms, bool accumulate,
+                                                                         u32 n, int limbs, const DevPrime* primes) {
+  const int row = static_cast<int>(blockIdx.y);
+  const int j = row % terms.limbs;
+  const int limb = terms.first + j;
+  const DevPrime prime = primes[limb];
+  const u32 k = 2 * (blockIdx.x * threads + threadIdx.x);
+  const std::size_t at = (static_cast<std::size_t>(row / terms.limbs) * limbs + limb) * n + k;
   U128 x;
   U128 y;
   if (accumulate) {
@@ -129,9 +169,8 @@ __global__ void __launch_bounds__(threads)
   }
   for (int t = 0; t < terms.count; ++t) {
     const ulonglong2 v = load_pair(terms.a[t] + at);
-    const ulonglong2 w = terms.p[0] ? load_pair(terms.p[t] + plain_at) : make_ulonglong2(1, 1);
-    mul_add(x, v.x, w.x);
-    mul_add(y, v.y, w.y);
+    mul_add(x, v.x, terms.r[t][j]);
+    mul_add(y, v.y, terms.r[t][j]);
   }
   store_pair(out + at, make_ulonglong2(reduce128(x, prime), reduce128(y, prime)));
 }
@@ -221,9 +260,19 @@ void multiply_plain(const Launch& l, Poly out, Poly a, Poly p) {
 
 void sum_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const Poly> p) {
   for_each_term_chunk<SumTerms>(a, p, [&](const SumTerms& terms, bool accumulate) {
-    sum_products_kernel<<<grid_for(l.n, out.components * out.limbs), threads, 0, l.stream>>>(
+    for_each_component_group(out.components, [&](auto group, int first) {
+      sum_products_kernel<decltype(group)::value><<<grid_for(l.n, out.limbs), threads, 0, l.stream>>>(
+          out.data, terms, accumulate, l.n, out.limbs, first, l.tables.primes);
+      check_launch("sum_products");
+    });
+  });
+}
+
+void sum_constant_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const u64> r) {
+  for_each_constant_chunk<ConstantTerms>(a, r, out.limbs, [&](const ConstantTerms& terms, bool accumulate) {
+    sum_constant_products_kernel<<<grid_for(l.n, out.components * terms.limbs), threads, 0, l.stream>>>(
         out.data, terms, accumulate, l.n, out.limbs, l.tables.primes);
-    check_launch("sum_products");
+    check_launch("sum_constant_products");
   });
 }
 

@@ -45,6 +45,9 @@ void multiply_plain(const Launch& l, Poly out, Poly a, Poly p);
 // out = a_0 p_0 + a_1 p_1 + ..., or a_0 + a_1 + ... when p is empty
 // (Backend::sum_products); out is none of the operands.
 void sum_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const Poly> p);
+// out = a_0 r_0 + a_1 r_1 + ..., r holding out.limbs residues per term
+// (Backend::sum_constant_products); out is none of the operands.
+void sum_constant_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const u64> r);
 void multiply(const Launch& l, Poly out, Poly a, Poly b);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0): multiply's first two components.
 void multiply_linear(const Launch& l, Poly out, Poly a, Poly b);

@@ -97,23 +97,56 @@ struct MultiplyPlain {
 };
 
 // out = the sum of a_i p_i (of a_i when p[0] is null), plus out itself when
-// `accumulate` (a later launch of the same sum).
+// `accumulate` (a later launch of the same sum), over components [first,
+// first + C): one thread per residue of a limb, so each plaintext residue
+// is read once for all C components.
+template <int C>
 struct SumProducts {
   u32 n;
   const Prime* primes;
   Poly out;
   SumTerms terms;
   bool accumulate;
-  __device__ void operator()(int c, int i, std::size_t k) const {
+  int first;
+  __device__ void operator()(int, int i, std::size_t k) const {
+    const Prime m = primes[i];
+    const Residues sums = view(out, n);
+    const std::size_t plain_at = sums.mapping()(0, i, k);
+    std::size_t at[C];  // the same places in every a_t
+    u32 sum[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      at[c] = sums.mapping()(first + c, i, k);
+      sum[c] = accumulate ? out.data[at[c]] : 0;
+    }
+    for (int t = 0; t < terms.count; ++t) {
+      const u32 w = terms.p[0] ? terms.p[t][plain_at] : 1;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const u32 x = terms.a[t][at[c]];
+        sum[c] = add_mod(sum[c], terms.p[0] ? mul_mod(x, w, m) : x, m.q);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < C; ++c) out.data[at[c]] = sum[c];
+  }
+};
+
+// out = the sum of a_t r_t over a launch's terms at limbs [first, first +
+// limbs), plus out itself when `accumulate`; j is the limb in the launch.
+struct SumConstantProducts {
+  u32 n;
+  const Prime* primes;
+  Poly out;
+  ConstantTerms terms;
+  bool accumulate;
+  __device__ void operator()(int c, int j, std::size_t k) const {
+    const int i = terms.first + j;
     const Prime m = primes[i];
     const Residues sums = view(out, n);
     const std::size_t at = sums.mapping()(c, i, k);  // the same place in every a_t
-    const std::size_t plain_at = sums.mapping()(0, i, k);
     u32 sum = accumulate ? sums(c, i, k) : 0;
-    for (int t = 0; t < terms.count; ++t) {
-      const u32 x = terms.a[t][at];
-      sum = add_mod(sum, terms.p[0] ? mul_mod(x, terms.p[t][plain_at], m) : x, m.q);
-    }
+    for (int t = 0; t < terms.count; ++t) sum = add_mod(sum, mul_mod(terms.a[t][at], terms.r[t][j], m), m.q);
     sums(c, i, k) = sum;
   }
 };
@@ -174,7 +207,18 @@ void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, P
 void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
                   std::span<const Poly> p) {
   for_each_term_chunk<SumTerms>(a, p, [&](const SumTerms& terms, bool accumulate) {
-    launch(stream, out, SumProducts{n, primes, out, terms, accumulate}, "narrow sum_products");
+    for_each_component_group(out.components, [&](auto group, int first) {
+      launch(stream, Poly{out.data, 1, out.limbs},
+             SumProducts<decltype(group)::value>{n, primes, out, terms, accumulate, first}, "narrow sum_products");
+    });
+  });
+}
+
+void sum_constant_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
+                           std::span<const std::uint64_t> r) {
+  for_each_constant_chunk<ConstantTerms>(a, r, out.limbs, [&](const ConstantTerms& terms, bool accumulate) {
+    launch(stream, Poly{out.data, out.components, terms.limbs},
+           SumConstantProducts{n, primes, out, terms, accumulate}, "narrow sum_constant_products");
   });
 }
 

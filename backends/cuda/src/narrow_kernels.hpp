@@ -36,6 +36,11 @@ void multiply_plain(cudaStream_t stream, u32 n, const Prime* primes, Poly out, P
 // out = a_0 p_0 + a_1 p_1 + ..., or a_0 + a_1 + ... when p is empty
 // (Backend::sum_products); out is none of the operands.
 using SumTerms = cuda::SumTerms<u32, 16>;
+// out = a_0 r_0 + a_1 r_1 + ..., r holding out.limbs residues per term
+// (Backend::sum_constant_products); out is none of the operands.
+using ConstantTerms = cuda::ConstantTerms<u32, 12, 64>;
+void sum_constant_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
+                           std::span<const std::uint64_t> r);
 void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
                   std::span<const Poly> p);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0, a1 b1).

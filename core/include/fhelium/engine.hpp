@@ -68,6 +68,11 @@ class Engine {
   Ciphertext multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
   // Multiplies by round(value * scalar_scale); the result's scale is a.scale * scalar_scale.
   Ciphertext multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const;
+  // multiply_scalar(a_0, values_0, scalar_scales_0) + ... in one backend call
+  // (one pass where the backend fuses it), the same residues as the separate
+  // calls: the products' levels, domains and scales must agree.
+  Ciphertext multiply_scalar_sum(std::span<const Ciphertext> a, std::span<const double> values,
+                                 std::span<const double> scalar_scales) const;
   // Multiplies by an integer; the scale is unchanged.
   Ciphertext multiply_integer(const Ciphertext& a, std::int64_t value) const;
 

@@ -29,7 +29,8 @@
  * mod_raise: the host gives a context with wide levels, or a 32-bit chain of
  * level 0 only, only to plugins of 1.8 or later, and lifts a two-prime
  * level 0 itself for older ones; 1.9 appends sum_products to the table and
- * its operands (terms, plains, term_count) to FheliumOpArgs.
+ * its operands (terms, plains, term_count) to FheliumOpArgs; 1.10 appends
+ * sum_constant_products to the table.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -48,7 +49,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 9
+#define FHELIUM_ABI_MINOR 10
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -366,6 +367,11 @@ typedef struct FheliumBackendApi {
    * when plains is NULL, in one pass where the plugin fuses it. NULL (or an
    * older table): the host runs multiply_plain and add. */
   FheliumOpFn sum_products; /* terms, plains, term_count */
+  /* ABI 1.10: out = sum of terms[i] x the constant whose residues are
+   * residues[i * out.limbs ..] (one per limb; residue_count = term_count x
+   * out.limbs), any domain, in one pass where the plugin fuses it. NULL (or
+   * an older table): the host runs multiply_constant and add. */
+  FheliumOpFn sum_constant_products; /* terms, term_count, residues, residue_count */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

@@ -319,6 +319,17 @@ struct Api {
       be.sum_products(c, poly(x.out), terms, plains);
     });
   }
+  static FheliumError* sum_constant_products(FheliumOpArgs* a) {
+    if (!FHELIUM_SDK_HAS_FIELD(a, FheliumOpArgs, term_count) || a->terms == nullptr || a->term_count == 0 ||
+        a->residues == nullptr) {
+      return invalid("sum_constant_products: bad arguments (no terms or no residues)");
+    }
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      std::vector<PolyArg> terms;
+      for (std::size_t i = 0; i < x.term_count; ++i) terms.push_back(poly(x.terms[i]));
+      be.sum_constant_products(c, poly(x.out), terms, {x.residues, x.residue_count});
+    });
+  }
   static FheliumError* rotate(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
       be.rotate(c, poly(x.out), poly(x.a), x.galois_element, key(x.key));
@@ -562,7 +573,8 @@ struct Api {
                                        &multiply_relinearize,
                                        &mod_raise,
                                        &upload_filled,
-                                       &sum_products};
+                                       &sum_products,
+                                       &sum_constant_products};
     return &api;
   }
 };

@@ -199,6 +199,14 @@ class Backend {
   // multiply_plain and add through a temporary (the same residues).
   virtual void sum_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
                             std::span<const PolyArg> p);
+  // out = a_0 r_0 + a_1 r_1 + ...: every component of a_i times the constant
+  // whose residues are r[i * out.limbs .. (i + 1) * out.limbs) (any domain).
+  // Every a_i has out's components and limbs; out may not alias an a_i. One
+  // pass where the backend fuses it: a polynomial's leaves, sum c_i P_i, are
+  // these sums. The default runs multiply_constant and add through a
+  // temporary (the same residues).
+  virtual void sum_constant_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                                     std::span<const std::uint64_t> r);
 
   virtual void to_ntt(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   virtual void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
@@ -235,5 +243,7 @@ class Backend {
 // Backend::sum_products's rules on its operands' shapes (a backend's own
 // version calls it first): InvalidArgumentError naming what differs.
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p);
+// Backend::sum_constant_products's rules, likewise.
+void check_sum_constant_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const std::uint64_t> r);
 
 }  // namespace fhelium
