@@ -90,15 +90,17 @@ void Backend::sum_constant_products(const BackendContext& c, const PolyArg& out,
                                     std::span<const std::uint64_t> r) {
   check_sum_constant_products(out, a, r);
   const auto limbs = static_cast<std::size_t>(out.limbs);
-  multiply_constant(c, out, a[0], r.first(limbs));
-  if (a.size() == 1) return;
+  if (a.size() == 1) return multiply_constant(c, out, a[0], r.first(limbs));
+  // The calls of separate products and their sum: one product per term, then one pass.
   const std::size_t words = static_cast<std::size_t>(out.components) * limbs * c.context().ring_degree();
-  const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
-  const PolyArg term{product.get(), out.components, out.limbs};
-  for (std::size_t i = 1; i < a.size(); ++i) {
-    multiply_constant(c, term, a[i], r.subspan(i * limbs, limbs));
-    add(c, out, out, term);
+  std::vector<std::shared_ptr<Buffer>> products;
+  std::vector<PolyArg> terms;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    products.push_back(allocate(words * stored_word_bytes(c.context().word_size())));
+    terms.push_back({products.back().get(), out.components, out.limbs});
+    multiply_constant(c, terms.back(), a[i], r.subspan(i * limbs, limbs));
   }
+  sum_products(c, out, terms, {});
 }
 
 namespace {

@@ -320,7 +320,7 @@ class PoisoningBackend final : public ForwardingBackend {
     return buffer;
   }
   // The backend's own versions (ForwardingBackend's defaults would run its
-  // multiply and relinearize, its multiply_plain or multiply_constant and add).
+  // multiply and relinearize, its multiply_plain and add, its multiply_constant and sum_products).
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
     inner().multiply_relinearize(c, out, a, b, key);

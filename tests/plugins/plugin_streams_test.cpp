@@ -376,7 +376,7 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   EXPECT_EQ(e.download(e.multiply_plain_sum(terms, plains)).data,
             f.engine.download(f.engine.multiply_plain_sum(ref_terms, ref_plains)).data);
   EXPECT_EQ(e.download(e.sum(terms)).data, f.engine.download(f.engine.sum(ref_terms)).data);
-  // Nor sum_constant_products (ABI 1.10): the host runs multiply_constant and add.
+  // Nor sum_constant_products (ABI 1.10): the host runs multiply_constant and sum_products.
   const std::vector<double> values = {0.5, -1.0, 2.0}, scales(3, f.scale());
   EXPECT_EQ(e.download(e.multiply_scalar_sum(terms, values, scales)).data,
             f.engine.download(f.engine.multiply_scalar_sum(ref_terms, values, scales)).data);

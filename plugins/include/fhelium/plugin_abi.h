@@ -370,7 +370,7 @@ typedef struct FheliumBackendApi {
   /* ABI 1.10: out = sum of terms[i] x the constant whose residues are
    * residues[i * out.limbs ..] (one per limb; residue_count = term_count x
    * out.limbs), any domain, in one pass where the plugin fuses it. NULL (or
-   * an older table): the host runs multiply_constant and add. */
+   * an older table): the host runs multiply_constant and sum_products. */
   FheliumOpFn sum_constant_products; /* terms, term_count, residues, residue_count */
 } FheliumBackendApi;
 

@@ -203,8 +203,8 @@ class Backend {
   // whose residues are r[i * out.limbs .. (i + 1) * out.limbs) (any domain).
   // Every a_i has out's components and limbs; out may not alias an a_i. One
   // pass where the backend fuses it: a polynomial's leaves, sum c_i P_i, are
-  // these sums. The default runs multiply_constant and add through a
-  // temporary (the same residues).
+  // these sums. The default runs multiply_constant into one temporary per
+  // term and sum_products over them (the same residues).
   virtual void sum_constant_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
                                      std::span<const std::uint64_t> r);
 

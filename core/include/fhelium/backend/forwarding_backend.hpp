@@ -2,8 +2,8 @@
 // decorators (poisoning, fault injection in tests, tracing) and for a new
 // backend written one operation at a time. multiply_relinearize,
 // sum_products and sum_constant_products are not forwarded: their defaults
-// call this->multiply and this->relinearize (this->multiply_plain or
-// this->multiply_constant, and this->add), so a decorator's
+// call this->multiply and this->relinearize (this->multiply_plain and
+// this->add; this->multiply_constant and this->sum_products), so a decorator's
 // overrides (buffers of its own, a replaced operation) see every part; a
 // decorator that only observes (recording, poisoning) forwards them to
 // inner() itself.
