@@ -114,45 +114,48 @@ std::set<long> hoisted_steps(const Program& program, long slots) {
   return steps;
 }
 
-// For each node, the sum it is fused into, or -1: a multiply_scalar whose
-// result only one sum reads, once, and is not an output runs inside that
-// sum as one Engine::multiply_scalar_sum (a polynomial's leaves: one pass
-// over the terms instead of a product each, then the sum; the same residues).
-std::vector<int> scalar_products_fused_into_sums(const Program& program) {
+// A multiply_scalar whose result only one sum reads, once, and is not an
+// output runs inside that sum as one Engine::multiply_scalar_sum (a
+// polynomial's leaves: one pass over the terms instead of a product each,
+// then the sum; the same residues).
+struct ScalarSumFusion {
+  std::vector<int> producer;    // per value: the node that defines it, or -1
+  std::vector<int> fused_into;  // per node: the sum it runs inside, or -1
+};
+
+ScalarSumFusion fuse_scalar_products_into_sums(const Program& program) {
   const auto& nodes = program.nodes();
   std::vector<int> reads(program.values().size(), 0);
   for (const Node& node : nodes) {
     for (int a : node.args) ++reads[static_cast<std::size_t>(a)];
   }
   for (const auto& [name, id] : program.outputs()) ++reads[static_cast<std::size_t>(id)];
-  std::vector<int> producer(program.values().size(), -1);
-  std::vector<int> fused_into(nodes.size(), -1);
+  ScalarSumFusion f{std::vector<int>(program.values().size(), -1), std::vector<int>(nodes.size(), -1)};
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& node = nodes[k];
     if (node.op == OpKind::sum) {
       for (int a : node.args) {
-        const int m = producer[static_cast<std::size_t>(a)];
+        const int m = f.producer[static_cast<std::size_t>(a)];
         if (m >= 0 && nodes[static_cast<std::size_t>(m)].op == OpKind::multiply_scalar &&
             reads[static_cast<std::size_t>(a)] == 1) {
-          fused_into[static_cast<std::size_t>(m)] = static_cast<int>(k);
+          f.fused_into[static_cast<std::size_t>(m)] = static_cast<int>(k);
         }
       }
     }
-    for (int r : node.results) producer[static_cast<std::size_t>(r)] = static_cast<int>(k);
+    for (int r : node.results) f.producer[static_cast<std::size_t>(r)] = static_cast<int>(k);
   }
-  return fused_into;
+  return f;
 }
 
 // A sum with fused products: each of those contributes its operand, value
 // and scalar scale, every other term itself times 1.
 Ciphertext run_fused_sum(const Engine& engine, const std::vector<Node>& nodes, std::size_t k,
-                         const std::vector<int>& producer, const std::vector<int>& fused_into,
-                         const std::vector<std::optional<Ciphertext>>& live) {
+                         const ScalarSumFusion& fusion, const std::vector<std::optional<Ciphertext>>& live) {
   std::vector<Ciphertext> terms;
   std::vector<double> values, scalar_scales;
   for (int a : nodes[k].args) {
-    const int m = producer[static_cast<std::size_t>(a)];
-    if (m >= 0 && fused_into[static_cast<std::size_t>(m)] == static_cast<int>(k)) {
+    const int m = fusion.producer[static_cast<std::size_t>(a)];
+    if (m >= 0 && fusion.fused_into[static_cast<std::size_t>(m)] == static_cast<int>(k)) {
       const Node& product = nodes[static_cast<std::size_t>(m)];
       terms.push_back(*live[static_cast<std::size_t>(product.args[0])]);
       values.push_back(product.scalar);
@@ -326,11 +329,10 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
     for (int a : nodes[k].args) last_use[static_cast<std::size_t>(a)] = k;
   }
   for (const auto& [name, id] : program.outputs()) last_use[static_cast<std::size_t>(id)] = kept;
-  const std::vector<int> fused_into = scalar_products_fused_into_sums(program);
-  std::vector<int> producer(values.size(), -1);
+  const ScalarSumFusion fusion = fuse_scalar_products_into_sums(program);
+  const std::vector<int>& fused_into = fusion.fused_into;
   std::vector<std::vector<std::size_t>> fused_operands(nodes.size());  // per sum: its products' operands
   for (std::size_t k = 0; k < nodes.size(); ++k) {
-    for (int r : nodes[k].results) producer[static_cast<std::size_t>(r)] = static_cast<int>(k);
     if (fused_into[k] < 0) continue;
     const auto sum = static_cast<std::size_t>(fused_into[k]);
     const auto operand = static_cast<std::size_t>(nodes[k].args[0]);  // read at the sum instead
@@ -362,10 +364,9 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
     }
     std::vector<Ciphertext> results;
     try {
-      results =
-          fused_operands[k].empty()
-              ? detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys, sparse_encapsulation_)
-              : std::vector<Ciphertext>{run_fused_sum(*engine_, nodes, k, producer, fused_into, live)};
+      results = fused_operands[k].empty() ? detail::execute_node(*engine_, node, operands, relinearization_key,
+                                                                 galois_keys, sparse_encapsulation_)
+                                          : std::vector<Ciphertext>{run_fused_sum(*engine_, nodes, k, fusion, live)};
     } catch (const Error&) {
       detail::rethrow_with_prefix(where + detail::node_label(program, node) + ": ");
     }
