@@ -103,6 +103,16 @@ void Backend::sum_constant_products(const BackendContext& c, const PolyArg& out,
   sum_products(c, out, terms, {});
 }
 
+void Backend::sum_product_groups(const BackendContext& c, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                                 std::span<const PolyArg> p, std::span<const std::size_t> ends) {
+  check_sum_product_groups(outs, a, p, ends);
+  std::size_t first = 0;
+  for (std::size_t g = 0; g < outs.size(); ++g) {
+    sum_products(c, outs[g], a.subspan(first, ends[g] - first), p.subspan(first, ends[g] - first));
+    first = ends[g];
+  }
+}
+
 namespace {
 // A sum's term i has out's components and limbs and another buffer.
 template <class Refuse>
@@ -125,6 +135,53 @@ void check_sum_constant_products(const PolyArg& out, std::span<const PolyArg> a,
            std::to_string(out.limbs) + " limbs, expected " + std::to_string(expected) + " (one per term and limb)");
   }
   for (std::size_t i = 0; i < a.size(); ++i) check_sum_term(refuse, out, a[i], i);
+}
+
+void check_sum_product_groups(std::span<const PolyArg> outs, std::span<const PolyArg> a, std::span<const PolyArg> p,
+                              std::span<const std::size_t> ends) {
+  const auto refuse = [](const std::string& what) { throw InvalidArgumentError("sum_product_groups: " + what); };
+  if (outs.empty()) refuse("no groups, expected at least one");
+  if (ends.size() != outs.size()) {
+    refuse(std::to_string(ends.size()) + " group ends for " + std::to_string(outs.size()) +
+           " outputs, expected one per output");
+  }
+  if (p.size() != a.size()) {
+    refuse(std::to_string(a.size()) + " ciphertexts and " + std::to_string(p.size()) +
+           " plaintexts, expected one plaintext per ciphertext");
+  }
+  std::size_t first = 0;
+  for (std::size_t g = 0; g < outs.size(); ++g) {
+    if (ends[g] <= first || ends[g] > a.size()) {
+      refuse("group " + std::to_string(g) + " ends at term " + std::to_string(ends[g]) + ", expected a term in (" +
+             std::to_string(first) + ", " + std::to_string(a.size()) + "] (every group has a term)");
+    }
+    if (outs[g].components != outs[0].components || outs[g].limbs != outs[0].limbs) {
+      refuse("output " + std::to_string(g) + " has " + std::to_string(outs[g].components) + " components of " +
+             std::to_string(outs[g].limbs) + " limbs, expected the first output's " +
+             std::to_string(outs[0].components) + " of " + std::to_string(outs[0].limbs));
+    }
+    try {
+      check_sum_products(outs[g], a.subspan(first, ends[g] - first), p.subspan(first, ends[g] - first));
+    } catch (const InvalidArgumentError& e) {
+      refuse("group " + std::to_string(g) + ": " + e.what());
+    }
+    for (std::size_t t = 0; t < a.size(); ++t) {
+      if (a[t].buffer == outs[g].buffer || p[t].buffer == outs[g].buffer) {
+        refuse("output " + std::to_string(g) + " is an operand of term " + std::to_string(t) +
+               ", expected another buffer");
+      }
+    }
+    for (std::size_t h = 0; h < g; ++h) {
+      if (outs[h].buffer == outs[g].buffer) {
+        refuse("outputs " + std::to_string(h) + " and " + std::to_string(g) + " share a buffer, expected their own");
+      }
+    }
+    first = ends[g];
+  }
+  if (ends.back() != a.size()) {
+    refuse("the last group ends at term " + std::to_string(ends.back()) + ", expected the term count " +
+           std::to_string(a.size()));
+  }
 }
 
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p) {

@@ -315,27 +315,61 @@ Ciphertext Engine::sum(std::span<const Ciphertext> values) const {
   return out;
 }
 
-Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const {
-  const char* op = "multiply_plain_sum";
-  if (a.empty()) throw InvalidArgumentError("multiply_plain_sum: no terms, expected at least one");
+ValueState Engine::plain_sum_state(const char* op, std::span<const Ciphertext> a, std::span<const Plaintext> p) const {
+  if (a.empty()) throw InvalidArgumentError(std::string(op) + ": no terms, expected at least one");
   if (a.size() != p.size()) {
-    throw InvalidArgumentError("multiply_plain_sum: " + std::to_string(a.size()) + " ciphertexts and " +
+    throw InvalidArgumentError(std::string(op) + ": " + std::to_string(a.size()) + " ciphertexts and " +
                                std::to_string(p.size()) + " plaintexts, expected one plaintext per ciphertext");
   }
   const ValueState s = plain_product_state(op, a[0], p[0]);
-  std::vector<PolyArg> terms, plains;
   for (std::size_t i = 0; i < a.size(); ++i) {
     check_own(a[i], op);  // before its level: another context's levels say nothing here
     require_same_level(op, s, a[i].state);
     const ValueState product = plain_product_state(op, a[i], p[i]);
     require_components(op, a[i].state, s.components);
     require_aligned(op, s, product);  // the products' scales must agree to be summed
+  }
+  return s;
+}
+
+Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const {
+  Ciphertext out = make_ciphertext(plain_sum_state("multiply_plain_sum", a, p));
+  std::vector<PolyArg> terms, plains;
+  for (std::size_t i = 0; i < a.size(); ++i) {
     terms.push_back(arg(a[i]));
     plains.push_back(arg(p[i]));
   }
-  Ciphertext out = make_ciphertext(s);
   backend_->sum_products(*prepared_, arg(out), terms, plains);
   return out;
+}
+
+std::vector<Ciphertext> Engine::multiply_plain_sums(std::span<const std::span<const Ciphertext>> a,
+                                                    std::span<const std::span<const Plaintext>> p) const {
+  const char* op = "multiply_plain_sums";
+  if (a.empty()) throw InvalidArgumentError("multiply_plain_sums: no groups, expected at least one");
+  if (a.size() != p.size()) {
+    throw InvalidArgumentError("multiply_plain_sums: " + std::to_string(a.size()) + " groups of ciphertexts and " +
+                               std::to_string(p.size()) + " of plaintexts, expected one of each per group");
+  }
+  std::vector<Ciphertext> outs;
+  std::vector<PolyArg> results, terms, plains;
+  std::vector<std::size_t> ends;
+  for (std::size_t g = 0; g < a.size(); ++g) {
+    const ValueState s = plain_sum_state(op, a[g], p[g]);
+    if (g > 0) {
+      require_same_level(op, outs[0].state, s);
+      require_components(op, s, outs[0].state.components);
+    }
+    outs.push_back(make_ciphertext(s));
+    for (std::size_t i = 0; i < a[g].size(); ++i) {
+      terms.push_back(arg(a[g][i]));
+      plains.push_back(arg(p[g][i]));
+    }
+    ends.push_back(terms.size());
+  }
+  for (const Ciphertext& out : outs) results.push_back(arg(out));
+  backend_->sum_product_groups(*prepared_, results, terms, plains, ends);
+  return outs;
 }
 
 // ---- multiplication ----

@@ -383,6 +383,15 @@ void RecordingBackend::sum_constant_products(const BackendContext& c, const Poly
     inner().sum_constant_products(c, out, terms, residues);
   });
 }
+void RecordingBackend::sum_product_groups(const BackendContext& c, std::span<const PolyArg> outs,
+                                          std::span<const PolyArg> a, std::span<const PolyArg> p,
+                                          std::span<const std::size_t> ends) {
+  issue([this, &c, results = std::vector<PolyArg>(outs.begin(), outs.end()),
+         terms = std::vector<PolyArg>(a.begin(), a.end()), plains = std::vector<PolyArg>(p.begin(), p.end()),
+         group_ends = std::vector<std::size_t>(ends.begin(), ends.end())] {
+    inner().sum_product_groups(c, results, terms, plains, group_ends);
+  });
+}
 void RecordingBackend::rotate(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                               std::uint32_t galois_element, const KeyArg& key) {
   issue([this, &c, out, a, galois_element, key] { inner().rotate(c, out, a, galois_element, key); });

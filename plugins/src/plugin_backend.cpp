@@ -518,6 +518,26 @@ class PluginBackend final : public Backend {
     args.residue_count = r.size();
     call(api.sum_constant_products, "sum_constant_products", args);
   }
+  void sum_product_groups(const BackendContext& c, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                          std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has =
+        api.struct_size >= offsetof(FheliumBackendApi, sum_product_groups) + sizeof(api.sum_product_groups);
+    if (!has || api.sum_product_groups == nullptr) return Backend::sum_product_groups(c, outs, a, p, ends);
+    check_sum_product_groups(outs, a, p, ends);
+    std::vector<FheliumPoly> out_handles, terms, plains;
+    for (const auto& x : outs) out_handles.push_back(poly(x));
+    for (const auto& x : a) terms.push_back(poly(x));
+    for (const auto& x : p) plains.push_back(poly(x));
+    FheliumOpArgs args = op(c, outs[0], a[0]);
+    args.outs = out_handles.data();
+    args.count = out_handles.size();
+    args.terms = terms.data();
+    args.plains = plains.data();
+    args.term_count = terms.size();
+    args.group_ends = ends.data();
+    call(api.sum_product_groups, "sum_product_groups", args);
+  }
   void mod_raise(const BackendContext& c, const PolyArg& out, const PolyArg& a) override {
     const FheliumBackendApi& api = instance_->api();
     const bool has = api.struct_size >= offsetof(FheliumBackendApi, mod_raise) + sizeof(api.mod_raise);

@@ -1,6 +1,7 @@
 // link() and Executable::run(): a prepared program bound to an Engine, its
 // keys and its encoded constants, interpreted node by node; a
-// multiply_scalar read only by a later sum runs inside that sum.
+// multiply_scalar read only by a later sum runs inside that sum, and
+// consecutive multiply_plain_sums run as one call.
 #include <algorithm>
 
 #include "fhelium/encoder.hpp"
@@ -169,6 +170,55 @@ Ciphertext run_fused_sum(const Engine& engine, const std::vector<Node>& nodes, s
   return engine.multiply_scalar_sum(terms, values, scalar_scales);
 }
 
+// Consecutive multiply_plain_sums of one level and component count, none
+// reading another's result, run as one Engine::multiply_plain_sums (a
+// linear transform's giant groups: each baby rotation read once for all of
+// them; the same residues). Per node: the length of the run it starts, 0
+// inside one.
+std::vector<std::size_t> plain_sum_runs(const PreparedProgram& prepared) {
+  const auto& nodes = prepared.program().nodes();
+  std::vector<std::size_t> runs(nodes.size(), 1);
+  const auto joins = [&](std::size_t first, std::size_t k) {
+    const Node& node = nodes[k];
+    if (node.op != OpKind::multiply_plain_sum) return false;
+    const ValueState& s = prepared.state(node.results[0]);
+    const ValueState& head = prepared.state(nodes[first].results[0]);
+    if (s.level != head.level || s.components != head.components) return false;
+    for (std::size_t j = first; j < k; ++j) {
+      for (int a : node.args) {
+        if (a == nodes[j].results[0]) return false;
+      }
+    }
+    return true;
+  };
+  for (std::size_t first = 0; first < nodes.size();) {
+    std::size_t end = first + 1;
+    if (nodes[first].op == OpKind::multiply_plain_sum) {
+      while (end < nodes.size() && joins(first, end)) runs[end++] = 0;
+    }
+    runs[first] = end - first;
+    first = end;
+  }
+  return runs;
+}
+
+std::vector<Ciphertext> run_plain_sums(const Engine& engine, const std::vector<Node>& nodes, std::size_t first,
+                                       std::size_t count, const std::vector<std::optional<Ciphertext>>& live,
+                                       const std::map<int, Plaintext>& constants) {
+  std::vector<std::vector<Ciphertext>> values(count);
+  std::vector<std::vector<Plaintext>> plains(count);
+  for (std::size_t g = 0; g < count; ++g) {
+    const std::vector<int>& args = nodes[first + g].args;
+    for (std::size_t i = 0; i + 1 < args.size(); i += 2) {
+      values[g].push_back(*live[static_cast<std::size_t>(args[i])]);
+      plains[g].push_back(constants.at(args[i + 1]));
+    }
+  }
+  const std::vector<std::span<const Ciphertext>> a(values.begin(), values.end());
+  const std::vector<std::span<const Plaintext>> p(plains.begin(), plains.end());
+  return engine.multiply_plain_sums(a, p);
+}
+
 void check_keys(const PreparedProgram& prepared, const Engine& engine, const Materials& materials) {
   const Context& context = engine.context();
   const KeyRequirements needed = prepared.required_keys();
@@ -329,6 +379,7 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
     for (int a : nodes[k].args) last_use[static_cast<std::size_t>(a)] = k;
   }
   for (const auto& [name, id] : program.outputs()) last_use[static_cast<std::size_t>(id)] = kept;
+  const std::vector<std::size_t> runs = plain_sum_runs(prepared_);
   const ScalarSumFusion fusion = fuse_scalar_products_into_sums(program);
   const std::vector<int>& fused_into = fusion.fused_into;
   std::vector<std::vector<std::size_t>> fused_operands(nodes.size());  // per sum: its products' operands
@@ -345,11 +396,39 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
   const RelinKey& relinearization_key = relinearization_key_ ? *relinearization_key_ : no_relinearization_key;
   const GaloisKeys& galois_keys = galois_keys_ ? *galois_keys_ : no_galois_keys;
 
+  const auto release_after = [&](std::size_t k, std::size_t last) {  // values whose last use is in [k, last]
+    for (std::size_t j = k; j <= last; ++j) {
+      for (int v : nodes[j].args) {
+        if (last_use[static_cast<std::size_t>(v)] <= last) live[static_cast<std::size_t>(v)].reset();
+      }
+    }
+  };
   std::vector<detail::Operand> operands;
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& node = nodes[k];
     if (fused_into[k] >= 0) {  // runs inside its sum
       if (observer) observer(k);
+      continue;
+    }
+    if (runs[k] > 1) {
+      const std::size_t last = k + runs[k] - 1;
+      std::vector<Ciphertext> results;
+      try {
+        results = run_plain_sums(*engine_, nodes, k, runs[k], live, constants_);
+      } catch (const Error&) {
+        detail::rethrow_with_prefix(where + detail::node_label(program, node) + " (with the " +
+                                    std::to_string(runs[k] - 1) + " multiply_plain_sums after it): ");
+      }
+      for (std::size_t g = 0; g < results.size(); ++g) {
+        live[static_cast<std::size_t>(nodes[k + g].results[0])] = std::move(results[g]);
+      }
+      release_after(k, last);
+      for (std::size_t j = k; j <= last; ++j) {
+        const auto r = static_cast<std::size_t>(nodes[j].results[0]);
+        if (last_use[r] == j) live[r].reset();  // never used
+        if (observer) observer(j);
+      }
+      k = last;
       continue;
     }
     operands.clear();

@@ -52,6 +52,8 @@ class StateBackend final : public Backend {
                     std::span<const PolyArg>) override {}
   void sum_constant_products(const BackendContext&, const PolyArg&, std::span<const PolyArg>,
                              std::span<const std::uint64_t>) override {}
+  void sum_product_groups(const BackendContext&, std::span<const PolyArg>, std::span<const PolyArg>,
+                          std::span<const PolyArg>, std::span<const std::size_t>) override {}
   void multiply(const BackendContext&, const PolyArg&, const PolyArg&, const PolyArg&) override {}
   void to_ntt(const BackendContext&, const PolyArg&, const PolyArg&) override {}
   void to_coefficient(const BackendContext&, const PolyArg&, const PolyArg&) override {}

@@ -320,7 +320,8 @@ class PoisoningBackend final : public ForwardingBackend {
     return buffer;
   }
   // The backend's own versions (ForwardingBackend's defaults would run its
-  // multiply and relinearize, its multiply_plain and add, its multiply_constant and sum_products).
+  // multiply and relinearize, its multiply_plain and add, its multiply_constant
+  // and sum_products, its sum_products).
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
     inner().multiply_relinearize(c, out, a, b, key);
@@ -332,6 +333,10 @@ class PoisoningBackend final : public ForwardingBackend {
   void sum_constant_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                              std::span<const std::uint64_t> r) override {
     inner().sum_constant_products(c, out, a, r);
+  }
+  void sum_product_groups(const BackendContext& c, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                          std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
+    inner().sum_product_groups(c, outs, a, p, ends);
   }
 
  private:
@@ -716,6 +721,64 @@ std::vector<CaseDef> make_cases(int level) {
       "multiply_plain_sum(20)",
       [=](Side& s, T t, P) { return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), twenty_plains(s, t)))); },
       [=](T t) { return one(twenty_clear(t, true)); });
+  // Three groups over the same three ciphertexts (a linear transform's giant
+  // groups share their baby rotations), one of a single term.
+  def(
+      "multiply_plain_sums(3 groups)",
+      [](Side& s, T t, P) {
+        const std::vector<Ciphertext> x = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hc)};
+        const std::vector<Plaintext> p = {s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)};
+        const std::vector<Ciphertext> a0 = {x[0], x[1], x[2]}, a1 = {x[1], x[2]}, a2 = {x[0]};
+        const std::vector<Plaintext> p0 = {p[2], p[0], p[1]}, p1 = {p[1], p[2]}, p2 = {p[0]};
+        const std::vector<std::span<const Ciphertext>> a = {a0, a1, a2};
+        const std::vector<std::span<const Plaintext>> q = {p0, p1, p2};
+        Outputs outs;
+        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
+        return outs;
+      },
+      [=](T t) {
+        return std::vector<Message>{
+            zip(zip(zip(t.a, t.c, times), zip(t.b, t.a, times), plus), zip(t.c, t.b, times), plus),
+            zip(zip(t.b, t.b, times), zip(t.c, t.c, times), plus), zip(t.a, t.a, times)};
+      });
+  // 18 groups over 20 ciphertexts of their own: more groups (16) and more
+  // ciphertexts (15) than one launch of a backend that fuses them takes.
+  // Group g has input i unless (i + g) mod 4 = 0, times plaintext (i + g) mod 3.
+  const auto in_group = [](int g, int i) { return (i + g) % 4 != 0; };
+  def(
+      "multiply_plain_sums(18 groups, 20 inputs)",
+      [=](Side& s, T t, P) {
+        const HostValue* handles[] = {&t.ha, &t.hb, &t.hc};
+        const Plaintext plains[] = {s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)};
+        std::vector<Ciphertext> x;
+        for (int i = 0; i < 20; ++i) x.push_back(s.ct(*handles[i % 3]));
+        std::vector<std::vector<Ciphertext>> a(18);
+        std::vector<std::vector<Plaintext>> p(18);
+        for (int g = 0; g < 18; ++g) {
+          for (int i = 0; i < 20; ++i) {
+            if (!in_group(g, i)) continue;
+            a[g].push_back(x[i]);
+            p[g].push_back(plains[(i + g) % 3]);
+          }
+        }
+        const std::vector<std::span<const Ciphertext>> as(a.begin(), a.end());
+        const std::vector<std::span<const Plaintext>> ps(p.begin(), p.end());
+        Outputs outs;
+        for (const Ciphertext& r : s.engine.multiply_plain_sums(as, ps)) outs.push_back(s.get(r));
+        return outs;
+      },
+      [=](T t) {
+        const Message* m[] = {&t.a, &t.b, &t.c};
+        std::vector<Message> sums;
+        for (int g = 0; g < 18; ++g) {
+          Message total(t.a.size());
+          for (int i = 0; i < 20; ++i) {
+            if (in_group(g, i)) total = zip(total, zip(*m[i % 3], *m[(i + g) % 3], times), plus);
+          }
+          sums.push_back(total);
+        }
+        return sums;
+      });
   def(
       "multiply_scalar_sum(3)",
       [](Side& s, T t, P) {
@@ -920,6 +983,15 @@ std::vector<CaseDef> make_cases(int level) {
   direct("sum_products(no plaintexts)", [](DirectCall& d, Side&, T t) {
     const std::vector<PolyArg> terms = {d.input(t.ha), d.input(t.hb), d.input(t.hc)};
     d.backend().sum_products(d.prepared(), d.output(t.ha.state), terms, {});
+  });
+  // Two groups sharing two of their ciphertexts.
+  direct("sum_product_groups", [](DirectCall& d, Side&, T t) {
+    const PolyArg a = d.input(t.ha), b = d.input(t.hb), c = d.input(t.hc);
+    const PolyArg pa = d.input(t.pa), pb = d.input(t.pb), pc = d.input(t.pc);
+    const std::vector<PolyArg> terms = {a, b, c, b, a}, plains = {pc, pa, pb, pb, pc};
+    const std::vector<PolyArg> outs = {d.output(t.ha.state), d.output(t.ha.state)};
+    const std::vector<std::size_t> ends = {3, 5};
+    d.backend().sum_product_groups(d.prepared(), outs, terms, plains, ends);
   });
   // 20 terms (more than one launch of 12), each with its own constants:
   // the drawn ones, 1, or the term's index.

@@ -82,6 +82,13 @@ class SkipSumConstantProductsBackend final : public BrokenBackend {
                              std::span<const std::uint64_t>) override {}
 };
 
+// Never writes sum_product_groups' outputs.
+class SkipSumProductGroupsBackend final : public BrokenBackend {
+ public:
+  void sum_product_groups(const BackendContext&, std::span<const PolyArg>, std::span<const PolyArg>,
+                          std::span<const PolyArg>, std::span<const std::size_t>) override {}
+};
+
 // negate fails the way a device error would.
 class ThrowingNegateBackend final : public BrokenBackend {
  public:
@@ -214,6 +221,15 @@ TEST(Conformance, UnwrittenSumConstantProductsOutputFails) {
   expect_only_sums_fail(std::make_shared<SkipSumConstantProductsBackend>(),
                         {"multiply_scalar_sum(3)", "multiply_scalar_sum(20)", "direct:sum_constant_products"},
                         "multiply_scalar(-1.5)");
+}
+
+// Likewise sum_product_groups: the Engine's multiply_plain_sums reaches it,
+// and so does a direct call; multiply_plain_sum does not.
+TEST(Conformance, UnwrittenSumProductGroupsOutputFails) {
+  expect_only_sums_fail(
+      std::make_shared<SkipSumProductGroupsBackend>(),
+      {"multiply_plain_sums(3 groups)", "multiply_plain_sums(18 groups, 20 inputs)", "direct:sum_product_groups"},
+      "multiply_plain_sum(20)");
 }
 
 TEST(Conformance, UnwrittenRescaleOutputFails) {

@@ -69,6 +69,56 @@ TEST_F(EngineErrors, MultiplyPlainSumOperands) {
   expect_error<StateError>([&] { sum({top, g.encrypt(a, 1)}, {p, p}); }, {"multiply_plain_sum", "belongs to context"});
 }
 
+TEST_F(EngineErrors, MultiplyPlainSumsOperands) {
+  const Plaintext p = f.plaintext(a, 3, f.scale());
+  const auto sums = [&](std::vector<std::vector<Ciphertext>> values, std::vector<std::vector<Plaintext>> plains) {
+    const std::vector<std::span<const Ciphertext>> v(values.begin(), values.end());
+    const std::vector<std::span<const Plaintext>> q(plains.begin(), plains.end());
+    return f.engine.multiply_plain_sums(v, q);
+  };
+  expect_error<InvalidArgumentError>([&] { sums({}, {}); }, {"multiply_plain_sums", "no groups"});
+  expect_error<InvalidArgumentError>(
+      [&] {
+        sums({{top}, {top}}, {{p}});
+      },
+      {"multiply_plain_sums", "2 groups of ciphertexts and 1 of plaintexts"});
+  // Each group by multiply_plain_sum's rules, then every group at the first's level and components.
+  expect_error<InvalidArgumentError>([&] { sums({{top}, {}}, {{p}, {}}); }, {"multiply_plain_sums", "no terms"});
+  expect_error<StateError>([&] { sums({{top, low}}, {{p, p}}); }, {"multiply_plain_sums", "levels 3 and 1"});
+  const Plaintext p1 = f.plaintext(a, 1, f.scale());
+  expect_error<StateError>([&] { sums({{top}, {low}}, {{p}, {p1}}); }, {"multiply_plain_sums", "levels 3 and 1"});
+  const Ciphertext three = f.engine.multiply(top, top);
+  expect_error<StateError>(
+      [&] {
+        sums({{top}, {three}}, {{p}, {p}});
+      },
+      {"multiply_plain_sums", "3 components, expected 2"});
+  EXPECT_EQ(sums({{top, top}, {top}}, {{p, p}, {p}}).size(), 2u);
+}
+
+// The shape rules every backend's sum_product_groups applies first.
+TEST_F(EngineErrors, SumProductGroupsShapes) {
+  const auto o0 = f.engine.backend().allocate(8), o1 = f.engine.backend().allocate(8);
+  const auto x = f.engine.backend().allocate(8), y = f.engine.backend().allocate(8);
+  const PolyArg out0{o0.get(), 2, 4}, out1{o1.get(), 2, 4}, term{x.get(), 2, 4}, plain{y.get(), 1, 4};
+  const std::vector<PolyArg> two_outs = {out0, out1}, terms = {term, term, term}, plains = {plain, plain, plain};
+  const auto refused = [&](std::vector<PolyArg> outs, std::vector<PolyArg> in, std::vector<PolyArg> p,
+                           std::vector<std::size_t> ends, const char* fragment) {
+    expect_error<InvalidArgumentError>([&] { check_sum_product_groups(outs, in, p, ends); },
+                                       {"sum_product_groups", fragment});
+  };
+  refused({}, terms, plains, {}, "no groups");
+  refused(two_outs, terms, plains, {3}, "1 group ends for 2 outputs");
+  refused(two_outs, terms, {plain}, {1, 3}, "3 ciphertexts and 1 plaintexts");
+  refused(two_outs, terms, plains, {2, 2}, "group 1 ends at term 2, expected a term in (2, 3]");
+  refused(two_outs, terms, plains, {1, 2}, "the last group ends at term 2, expected the term count 3");
+  refused({out0, PolyArg{o1.get(), 2, 3}}, terms, plains, {1, 3}, "output 1 has 2 components of 3 limbs");
+  refused(two_outs, {out1, term, term}, plains, {1, 3}, "output 1 is an operand of term 0");
+  refused({out0, out0}, terms, plains, {1, 3}, "outputs 0 and 1 share a buffer");
+  refused(two_outs, {term, PolyArg{x.get(), 2, 3}, term}, plains, {1, 3}, "group 1: sum_products: term 0 has");
+  EXPECT_NO_THROW(check_sum_product_groups(two_outs, terms, plains, std::vector<std::size_t>{1, 3}));
+}
+
 TEST_F(EngineErrors, MultiplyScalarSumOperands) {
   const double s = f.scale();
   const auto sum = [&](std::vector<Ciphertext> values, std::vector<double> scalars, std::vector<double> scales) {

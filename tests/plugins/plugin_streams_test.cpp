@@ -380,6 +380,15 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   const std::vector<double> values = {0.5, -1.0, 2.0}, scales(3, f.scale());
   EXPECT_EQ(e.download(e.multiply_scalar_sum(terms, values, scales)).data,
             f.engine.download(f.engine.multiply_scalar_sum(ref_terms, values, scales)).data);
+  // Nor sum_product_groups (ABI 1.11): the host runs sum_products per group.
+  const std::vector<std::span<const Ciphertext>> groups = {terms, std::span(terms).first(1)},
+                                                 ref_groups = {ref_terms, std::span(ref_terms).first(1)};
+  const std::vector<std::span<const Plaintext>> group_plains = {plains, std::span(plains).first(1)},
+                                                ref_group_plains = {ref_plains, std::span(ref_plains).first(1)};
+  const std::vector<Ciphertext> sums = e.multiply_plain_sums(groups, group_plains),
+                                ref_sums = f.engine.multiply_plain_sums(ref_groups, ref_group_plains);
+  ASSERT_EQ(sums.size(), 2u);
+  for (std::size_t g = 0; g < 2; ++g) EXPECT_EQ(e.download(sums[g]).data, f.engine.download(ref_sums[g]).data);
 }
 
 }  // namespace

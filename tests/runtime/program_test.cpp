@@ -714,6 +714,13 @@ class CountingBackend final : public Backend {
   void multiply_plain(const BackendContext& c, const PolyArg& o, const PolyArg& a, const PolyArg& p) override {
     inner_->multiply_plain(c, o, a, p);
   }
+  // Records each call's group count, then runs the default (sum_products per group).
+  void sum_product_groups(const BackendContext& c, std::span<const PolyArg> o, std::span<const PolyArg> a,
+                          std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
+    group_calls.push_back(o.size());
+    Backend::sum_product_groups(c, o, a, p, ends);
+  }
+  std::vector<std::size_t> group_calls;
   void multiply(const BackendContext& c, const PolyArg& o, const PolyArg& a, const PolyArg& b) override {
     inner_->multiply(c, o, a, b);
   }
@@ -812,6 +819,65 @@ TEST_F(ProgramRun, ScalarProductsReadOnlyByASumRunInsideIt) {
   EXPECT_EQ(counted.download(out.at("kept").ciphertext()).data, e.download(eager_kept).data);
   EXPECT_EQ(counted.download(out.at("mixed").ciphertext()).data, e.download(e.sum(mixed)).data);
   EXPECT_EQ(out.at("fused").ciphertext().state, prepared.state("fused"));
+}
+
+// Consecutive multiply_plain_sums at one level run as one backend call
+// (sum_product_groups; a linear transform's giant groups), with the eager
+// residues; one that reads an earlier one's result, or sits at another
+// level, starts a call of its own.
+TEST_F(ProgramRun, ConsecutivePlainSumsRunAsOneCall) {
+  auto backend = std::make_shared<CountingBackend>();
+  const Engine counted(f().context, backend);
+  ProgramBuilder b("groups");
+  auto x = b.input("x");
+  auto y = b.input("y");
+  std::vector<ValueRef> d;
+  for (int i = 0; i < 6; ++i) d.push_back(b.constant("d" + std::to_string(i)));
+  auto g0 = b.multiply_plain_sum({x, y}, {d[0], d[1]});
+  auto g1 = b.multiply_plain_sum({y, x}, {d[2], d[3]});
+  auto g2 = b.multiply_plain_sum({x}, {d[1]});
+  auto g3 = b.multiply_plain_sum({g1}, {d[0]});  // reads g1's result
+  const int lower = f().context->max_level() - 1;
+  auto g4 = b.multiply_plain_sum({b.drop_to_level(x, lower), b.drop_to_level(y, lower)}, {d[4], d[5]});
+  auto g5 = b.multiply_plain_sum({x, y}, {d[3], d[0]});  // after g4, at another level
+  for (const auto& [name, g] : {std::pair{"g0", g0}, {"g1", g1}, {"g2", g2}, {"g3", g3}, {"g4", g4}, {"g5", g5}}) {
+    b.output(name, g);
+  }
+  const PreparedProgram prepared = b.build().prepare(f().context, {{"x", top_state()}, {"y", top_state()}});
+  Materials materials;
+  std::vector<Message> dm;
+  for (int i = 0; i < 6; ++i) {
+    dm.push_back(f().random_message(1.0));
+    materials.constants["d" + std::to_string(i)] = dm.back();
+  }
+  const Executable exe = link(prepared, counted, materials);
+  const Message xm = f().random_message(1.0), ym = f().random_message(1.0);
+  const HostValue hx = f().encryptor.encrypt(f().encoder.encode(xm, f().context->max_level(), f().scale()), f().pk);
+  const HostValue hy = f().encryptor.encrypt(f().encoder.encode(ym, f().context->max_level(), f().scale()), f().pk);
+  const ValueTree out =
+      exe.run(ValueTree(ValueTree::Map{{"x", counted.upload_ciphertext(hx)}, {"y", counted.upload_ciphertext(hy)}}));
+  EXPECT_EQ(backend->group_calls, (std::vector<std::size_t>{3})) << "g0, g1 and g2 in one call, the others alone";
+
+  const Engine& e = engine();
+  const Ciphertext ex = e.upload_ciphertext(hx), ey = e.upload_ciphertext(hy);
+  const auto plain = [&](int i, int level) {
+    return e.upload_plaintext(f().encoder.encode(dm[static_cast<std::size_t>(i)], level, f().scale()));
+  };
+  const int top = f().context->max_level();
+  const std::vector<Plaintext> p01 = {plain(0, top), plain(1, top)}, p23 = {plain(2, top), plain(3, top)},
+                               p1 = {plain(1, top)}, p0 = {plain(0, top)}, p30 = {plain(3, top), plain(0, top)},
+                               p45 = {plain(4, top - 1), plain(5, top - 1)};
+  const std::vector<Ciphertext> eager = {
+      e.multiply_plain_sum(std::vector<Ciphertext>{ex, ey}, p01),
+      e.multiply_plain_sum(std::vector<Ciphertext>{ey, ex}, p23),
+      e.multiply_plain_sum(std::vector<Ciphertext>{ex}, p1),
+      e.multiply_plain_sum(std::vector<Ciphertext>{e.multiply_plain_sum(std::vector<Ciphertext>{ey, ex}, p23)}, p0),
+      e.multiply_plain_sum(std::vector<Ciphertext>{e.drop_to_level(ex, top - 1), e.drop_to_level(ey, top - 1)}, p45),
+      e.multiply_plain_sum(std::vector<Ciphertext>{ex, ey}, p30)};
+  for (std::size_t i = 0; i < eager.size(); ++i) {
+    const std::string name = "g" + std::to_string(i);
+    EXPECT_EQ(counted.download(out.at(name).ciphertext()).data, e.download(eager[i]).data) << name;
+  }
 }
 
 }  // namespace

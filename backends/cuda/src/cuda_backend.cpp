@@ -28,6 +28,7 @@
 #include "kernels.hpp"
 #include "narrow_operations.hpp"
 #include "nccl_communicator.hpp"
+#include "term_chunks.hpp"
 
 namespace fhelium::cuda {
 namespace {
@@ -404,6 +405,26 @@ class CudaBackend final : public Backend {
       }
       op.issue([&] { kernels::sum_constant_products(op.launch, o, terms, r); });
     });
+  }
+
+  // The 32-bit family, outputs of three components and groups with two terms
+  // on one ciphertext run the default (sum_products per group).
+  void sum_product_groups(const BackendContext& bc, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                          std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
+    bool fused = false;
+    guarded("sum_product_groups", [&] {
+      check_sum_product_groups(outs, a, p, ends);
+      Op op(*this, bc, "sum_product_groups");
+      if (op.narrow) return;
+      std::vector<kernels::Poly> results, terms, plains;
+      for (const PolyArg& out : outs) results.push_back(op.out(out));
+      for (const PolyArg& term : a) terms.push_back(op.in(term));
+      for (const PolyArg& plain : p) plains.push_back(op.in(plain));
+      if (outs[0].components != 2 || !one_term_per_input<kernels::Poly>(terms, ends)) return;
+      fused = true;
+      op.issue([&] { kernels::sum_product_groups(op.launch, results, terms, plains, ends); });
+    });
+    if (!fused) Backend::sum_product_groups(bc, outs, a, p, ends);
   }
 
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {

@@ -24,6 +24,8 @@ using SumTerms = cuda::SumTerms<u64, 15>;
 // 12 x 32 constants: 3 KB of the 4 KB of kernel parameters.
 using ConstantTerms = cuda::ConstantTerms<u64, 12, 32>;
 
+// 15 distinct ciphertexts (the 128-bit sums' bound) by 16 groups: 2.2 KB.
+using GroupTerms = cuda::GroupTerms<u64, 15, 16>;
 dim3 grid_for(u32 n, int rows) { return dim3(n / (2 * threads), static_cast<unsigned>(rows)); }
 
 enum class BinaryOp { add, sub };
@@ -147,6 +149,52 @@ __global__ void __launch_bounds__(threads) sum_products_kernel(u64* out, SumTerm
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) store_pair(out + at[c], make_ulonglong2(reduce128(x[c], prime), reduce128(y[c], prime)));
+}
+
+// Every group's sum of products over a launch's D distinct ciphertexts, two
+// components, plus what the output holds when `accumulate`: a thread reads
+// its word of each ciphertext once (registers: D is a compile-time count)
+// for all groups, and sums as sum_products_kernel does. One word per thread.
+template <int D>
+__global__ void __launch_bounds__(threads)
+    sum_product_groups_kernel(GroupTerms terms, bool accumulate, u32 n, int limbs, const DevPrime* primes) {
+  const int limb = static_cast<int>(blockIdx.y);
+  const DevPrime prime = primes[limb];
+  const std::size_t at = static_cast<std::size_t>(limb) * n + blockIdx.x * threads + threadIdx.x;
+  const std::size_t second = static_cast<std::size_t>(limbs) * n + at;  // component 1
+  u64 v0[D], v1[D];
+#pragma unroll
+  for (int d = 0; d < D; ++d) {
+    v0[d] = terms.a[d][at];
+    v1[d] = terms.a[d][second];
+  }
+  for (int g = 0; g < terms.groups; ++g) {
+    U128 x{}, y{};
+    u64* out = terms.out[g];
+    if (accumulate) {
+      x.lo = out[at];
+      y.lo = out[second];
+    }
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      const u64* p = terms.p[g][d];
+      if (p == nullptr) continue;
+      const u64 w = p[at];
+      mul_add(x, v0[d], w);
+      mul_add(y, v1[d], w);
+    }
+    out[at] = reduce128(x, prime);
+    out[second] = reduce128(y, prime);
+  }
+}
+
+// f(std::integral_constant<int, D>{}) for the count d in [D, max].
+template <int D, int Max, class F>
+void with_count(int d, F&& f) {
+  if constexpr (D <= Max) {
+    if (d == D) return f(std::integral_constant<int, D>{});
+    with_count<D + 1, Max>(d, f);
+  }
 }
 
 // out = sum of a_t r_t over a launch's terms at limbs [first, first +
@@ -273,6 +321,18 @@ void sum_constant_products(const Launch& l, Poly out, std::span<const Poly> a, s
     sum_constant_products_kernel<<<grid_for(l.n, out.components * terms.limbs), threads, 0, l.stream>>>(
         out.data, terms, accumulate, l.n, out.limbs, l.tables.primes);
     check_launch("sum_constant_products");
+  });
+}
+
+void sum_product_groups(const Launch& l, std::span<const Poly> outs, std::span<const Poly> a, std::span<const Poly> p,
+                        std::span<const std::size_t> ends) {
+  const dim3 grid(l.n / threads, static_cast<unsigned>(outs[0].limbs));
+  for_each_group_chunk<GroupTerms>(outs, a, p, ends, [&](const GroupTerms& terms, bool accumulate) {
+    with_count<1, GroupTerms::max_inputs>(terms.inputs, [&](auto inputs) {
+      sum_product_groups_kernel<decltype(inputs)::value>
+          <<<grid, threads, 0, l.stream>>>(terms, accumulate, l.n, outs[0].limbs, l.tables.primes);
+      check_launch("sum_product_groups");
+    });
   });
 }
 

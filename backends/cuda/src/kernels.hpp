@@ -48,6 +48,10 @@ void sum_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<
 // out = a_0 r_0 + a_1 r_1 + ..., r holding out.limbs residues per term
 // (Backend::sum_constant_products); out is none of the operands.
 void sum_constant_products(const Launch& l, Poly out, std::span<const Poly> a, std::span<const u64> r);
+// Backend::sum_product_groups for two-component outputs whose groups have
+// at most one term per ciphertext (one_term_per_input).
+void sum_product_groups(const Launch& l, std::span<const Poly> outs, std::span<const Poly> a, std::span<const Poly> p,
+                        std::span<const std::size_t> ends);
 void multiply(const Launch& l, Poly out, Poly a, Poly b);
 // (a0, a1) x (b0, b1) -> (a0 b0, a0 b1 + a1 b0): multiply's first two components.
 void multiply_linear(const Launch& l, Poly out, Poly a, Poly b);

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 namespace fhelium::cuda {
 
@@ -73,6 +74,87 @@ void for_each_constant_chunk(std::span<const Poly> a, std::span<const std::uint6
         }
       }
       launch(terms, first > 0);
+    }
+  }
+}
+
+// The groups of one sum_product_groups launch over its distinct ciphertexts
+// (inputs): group g's plaintext for input d is p[g][d], null where group g
+// has no term on d. By value, below the 4 KB parameter limit.
+template <class Word, int Inputs, int Groups>
+struct GroupTerms {
+  static constexpr int max_inputs = Inputs;
+  static constexpr int max_groups = Groups;
+  const Word* a[Inputs];
+  const Word* p[Groups][Inputs];
+  Word* out[Groups];
+  int inputs;
+  int groups;
+};
+
+// The distinct ciphertexts of a's terms in the order they first appear:
+// the first term on each, and each term's input.
+struct DistinctInputs {
+  std::vector<std::size_t> first_term;
+  std::vector<std::size_t> of_term;
+};
+
+template <class Poly>
+DistinctInputs distinct_inputs(std::span<const Poly> a) {
+  DistinctInputs d{{}, std::vector<std::size_t>(a.size())};
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    const auto found =
+        std::find_if(d.first_term.begin(), d.first_term.end(), [&](std::size_t f) { return a[f].data == a[t].data; });
+    d.of_term[t] = static_cast<std::size_t>(found - d.first_term.begin());
+    if (found == d.first_term.end()) d.first_term.push_back(t);
+  }
+  return d;
+}
+
+// True where no group (terms [ends[g - 1], ends[g])) has two terms on one
+// ciphertext: the form for_each_group_chunk takes.
+template <class Poly>
+bool one_term_per_input(std::span<const Poly> a, std::span<const std::size_t> ends) {
+  const DistinctInputs d = distinct_inputs(a);
+  std::size_t first = 0;
+  for (std::size_t end : ends) {
+    std::vector<bool> seen(d.first_term.size());
+    for (std::size_t t = first; t < end; ++t) {
+      if (seen[d.of_term[t]]) return false;
+      seen[d.of_term[t]] = true;
+    }
+    first = end;
+  }
+  return true;
+}
+
+// `launch(terms, accumulate)` over chunks of at most max_groups groups and
+// max_inputs distinct ciphertexts, in the order they first appear;
+// accumulate from an output's second chunk of inputs on. Every group has at
+// most one term per ciphertext (one_term_per_input).
+template <class Terms, class Poly, class Launch>
+void for_each_group_chunk(std::span<const Poly> outs, std::span<const Poly> a, std::span<const Poly> p,
+                          std::span<const std::size_t> ends, Launch&& launch) {
+  const DistinctInputs inputs = distinct_inputs(a);
+  const std::size_t count = inputs.first_term.size();
+  // plain[g][d]: group g's plaintext on input d, or null.
+  std::vector<std::vector<decltype(p[0].data)>> plain(outs.size(), std::vector<decltype(p[0].data)>(count));
+  std::size_t first = 0;
+  for (std::size_t g = 0; g < outs.size(); ++g) {
+    for (std::size_t t = first; t < ends[g]; ++t) plain[g][inputs.of_term[t]] = p[t].data;
+    first = ends[g];
+  }
+  for (std::size_t g0 = 0; g0 < outs.size(); g0 += Terms::max_groups) {
+    for (std::size_t d0 = 0; d0 < count; d0 += Terms::max_inputs) {
+      Terms terms{};
+      terms.groups = static_cast<int>(std::min<std::size_t>(Terms::max_groups, outs.size() - g0));
+      terms.inputs = static_cast<int>(std::min<std::size_t>(Terms::max_inputs, count - d0));
+      for (int d = 0; d < terms.inputs; ++d) terms.a[d] = a[inputs.first_term[d0 + static_cast<std::size_t>(d)]].data;
+      for (int g = 0; g < terms.groups; ++g) {
+        terms.out[g] = outs[g0 + static_cast<std::size_t>(g)].data;
+        for (int d = 0; d < terms.inputs; ++d) terms.p[g][d] = plain[g0 + g][d0 + static_cast<std::size_t>(d)];
+      }
+      launch(terms, d0 > 0);
     }
   }
 }

@@ -66,6 +66,12 @@ class Engine {
   // a_0 p_0 + a_1 p_1 + ... in one backend call (one pass where the backend
   // fuses it): the products' levels, domains and scales must agree.
   Ciphertext multiply_plain_sum(std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
+  // multiply_plain_sum(a[g], p[g]) for every group g in one backend call
+  // (one pass where the backend fuses it; a linear transform's giant groups,
+  // which read the same baby rotations): every group at the first's level,
+  // with its components.
+  std::vector<Ciphertext> multiply_plain_sums(std::span<const std::span<const Ciphertext>> a,
+                                              std::span<const std::span<const Plaintext>> p) const;
   // Multiplies by round(value * scalar_scale); the result's scale is a.scale * scalar_scale.
   Ciphertext multiply_scalar(const Ciphertext& a, double value, double scalar_scale) const;
   // multiply_scalar(a_0, values_0, scalar_scales_0) + ... in one backend call
@@ -123,6 +129,8 @@ class Engine {
   // The state of a x p after multiply_plain's checks (ownership, one-component
   // plaintext, NTT domain, equal levels).
   ValueState plain_product_state(const char* op, const Ciphertext& a, const Plaintext& p) const;
+  // The state of sum a_i p_i, after checking its terms (multiply_plain_sum's rules).
+  ValueState plain_sum_state(const char* op, std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
   // Both operands own, same level, scale and domain; b has b_components.
   void check_addable(const char* op, const Value& a, const Value& b, int b_components) const;
   // A two-component NTT-domain ciphertext of this context.

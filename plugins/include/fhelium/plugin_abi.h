@@ -30,7 +30,8 @@
  * level 0 only, only to plugins of 1.8 or later, and lifts a two-prime
  * level 0 itself for older ones; 1.9 appends sum_products to the table and
  * its operands (terms, plains, term_count) to FheliumOpArgs; 1.10 appends
- * sum_constant_products to the table.
+ * sum_constant_products to the table; 1.11 appends sum_product_groups to the
+ * table and group_ends to FheliumOpArgs.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -49,7 +50,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 10
+#define FHELIUM_ABI_MINOR 11
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -166,6 +167,9 @@ typedef struct FheliumOpArgs {
   const FheliumPoly* terms;
   const FheliumPoly* plains;
   size_t term_count;
+  /* ABI 1.11, sum_product_groups: group g's terms end at group_ends[g]
+   * (`count` groups, borrowed). */
+  const size_t* group_ends;
 } FheliumOpArgs;
 
 typedef struct FheliumDeviceInfoArgs {
@@ -372,6 +376,11 @@ typedef struct FheliumBackendApi {
    * out.limbs), any domain, in one pass where the plugin fuses it. NULL (or
    * an older table): the host runs multiply_constant and sum_products. */
   FheliumOpFn sum_constant_products; /* terms, term_count, residues, residue_count */
+  /* ABI 1.11: outs[g] = sum of terms[t] x plains[t] over group g's terms
+   * [group_ends[g - 1], group_ends[g]) (from 0; `count` groups), NTT domain,
+   * in one pass where the plugin fuses it (groups may share terms). NULL (or
+   * an older table): the host runs sum_products per group. */
+  FheliumOpFn sum_product_groups; /* outs, count, terms, plains, term_count, group_ends */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

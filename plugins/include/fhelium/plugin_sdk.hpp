@@ -330,6 +330,21 @@ struct Api {
       be.sum_constant_products(c, poly(x.out), terms, {x.residues, x.residue_count});
     });
   }
+  static FheliumError* sum_product_groups(FheliumOpArgs* a) {
+    if (!FHELIUM_SDK_HAS_FIELD(a, FheliumOpArgs, group_ends) || a->terms == nullptr || a->plains == nullptr ||
+        a->outs == nullptr || a->group_ends == nullptr || a->count == 0) {
+      return invalid("sum_product_groups: bad arguments (no groups, terms, plaintexts or group ends)");
+    }
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      std::vector<PolyArg> outs, terms, plains;
+      for (std::size_t g = 0; g < x.count; ++g) outs.push_back(poly(x.outs[g]));
+      for (std::size_t i = 0; i < x.term_count; ++i) {
+        terms.push_back(poly(x.terms[i]));
+        plains.push_back(poly(x.plains[i]));
+      }
+      be.sum_product_groups(c, outs, terms, plains, {x.group_ends, x.count});
+    });
+  }
   static FheliumError* rotate(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
       be.rotate(c, poly(x.out), poly(x.a), x.galois_element, key(x.key));
@@ -574,7 +589,8 @@ struct Api {
                                        &mod_raise,
                                        &upload_filled,
                                        &sum_products,
-                                       &sum_constant_products};
+                                       &sum_constant_products,
+                                       &sum_product_groups};
     return &api;
   }
 };

@@ -315,10 +315,14 @@ ValueRef LinearTransform::sum_groups(ProgramBuilder& b, const std::map<long, Val
     }
     return plan.first == 0 ? acc : b.rotate(acc, plan.first);
   }
+  // Every group's sum before any giant rotation: consecutive sums run as one
+  // backend call that reads each baby rotation once (Executable::run).
   std::vector<ValueRef> parts;
+  for (const auto& [giant, ks] : groups) parts.push_back(group_sum(giant));
+  std::size_t i = 0;
   for (const auto& [giant, ks] : groups) {
-    const ValueRef group = group_sum(giant);
-    parts.push_back(giant == 0 ? group : b.rotate(group, giant));
+    if (giant != 0) parts[i] = b.rotate(parts[i], giant);
+    ++i;
   }
   return parts.size() == 1 ? parts[0] : b.sum(parts);
 }

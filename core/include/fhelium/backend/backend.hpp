@@ -207,6 +207,15 @@ class Backend {
   // term and sum_products over them (the same residues).
   virtual void sum_constant_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
                                      std::span<const std::uint64_t> r);
+  // Several sum_products with plaintexts in one call: outs[g] = the sum of
+  // a_t p_t over group g's terms, t in [ends[g - 1], ends[g]) (ends[-1] = 0;
+  // ends.size() = outs.size(), ends.back() = a.size() = p.size()). Every
+  // output has the first one's components and limbs; no output aliases an
+  // operand or another output. Groups may share ciphertexts (a linear
+  // transform's giant groups read the same baby rotations), so a backend
+  // that fuses it reads each once. The default runs sum_products per group.
+  virtual void sum_product_groups(const BackendContext&, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                                  std::span<const PolyArg> p, std::span<const std::size_t> ends);
 
   virtual void to_ntt(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
   virtual void to_coefficient(const BackendContext&, const PolyArg& out, const PolyArg& a) = 0;
@@ -245,5 +254,8 @@ class Backend {
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p);
 // Backend::sum_constant_products's rules, likewise.
 void check_sum_constant_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const std::uint64_t> r);
+// Backend::sum_product_groups's rules, likewise.
+void check_sum_product_groups(std::span<const PolyArg> outs, std::span<const PolyArg> a, std::span<const PolyArg> p,
+                              std::span<const std::size_t> ends);
 
 }  // namespace fhelium

@@ -68,6 +68,8 @@ class RecordingBackend final : public ForwardingBackend {
                     std::span<const PolyArg> p) override;
   void sum_constant_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
                              std::span<const std::uint64_t> r) override;
+  void sum_product_groups(const BackendContext&, std::span<const PolyArg> outs, std::span<const PolyArg> a,
+                          std::span<const PolyArg> p, std::span<const std::size_t> ends) override;
   void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
               const KeyArg& key) override;
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
