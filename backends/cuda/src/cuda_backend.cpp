@@ -407,21 +407,29 @@ class CudaBackend final : public Backend {
     });
   }
 
-  // The 32-bit family, outputs of three components and groups with two terms
-  // on one ciphertext run the default (sum_products per group).
+  // Outputs of three components and groups with two terms on one
+  // ciphertext run the default (sum_products per group).
   void sum_product_groups(const BackendContext& bc, std::span<const PolyArg> outs, std::span<const PolyArg> a,
                           std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
     bool fused = false;
     guarded("sum_product_groups", [&] {
       check_sum_product_groups(outs, a, p, ends);
       Op op(*this, bc, "sum_product_groups");
-      if (op.narrow) return;
       std::vector<kernels::Poly> results, terms, plains;
       for (const PolyArg& out : outs) results.push_back(op.out(out));
       for (const PolyArg& term : a) terms.push_back(op.in(term));
       for (const PolyArg& plain : p) plains.push_back(op.in(plain));
       if (outs[0].components != 2 || !one_term_per_input<kernels::Poly>(terms, ends)) return;
       fused = true;
+      if (op.narrow) {
+        const narrow::Prime* primes = op.primes(outs[0]);
+        std::vector<narrow::Poly> results32, terms32, plains32;
+        for (const kernels::Poly& x : results) results32.push_back(op.n32(x));
+        for (const kernels::Poly& x : terms) terms32.push_back(op.n32(x));
+        for (const kernels::Poly& x : plains) plains32.push_back(op.n32(x));
+        return op.issue(
+            [&] { narrow::sum_product_groups(op.stream(), op.n(), primes, results32, terms32, plains32, ends); });
+      }
       op.issue([&] { kernels::sum_product_groups(op.launch, results, terms, plains, ends); });
     });
     if (!fused) Backend::sum_product_groups(bc, outs, a, p, ends);

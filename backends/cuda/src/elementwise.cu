@@ -188,15 +188,6 @@ __global__ void __launch_bounds__(threads)
   }
 }
 
-// f(std::integral_constant<int, D>{}) for the count d in [D, max].
-template <int D, int Max, class F>
-void with_count(int d, F&& f) {
-  if constexpr (D <= Max) {
-    if (d == D) return f(std::integral_constant<int, D>{});
-    with_count<D + 1, Max>(d, f);
-  }
-}
-
 // out = sum of a_t r_t over a launch's terms at limbs [first, first +
 // limbs) of every component, plus out itself when `accumulate`: 128-bit
 // sums as in sum_products_kernel, one reduction per word.

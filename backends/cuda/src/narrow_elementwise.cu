@@ -151,6 +151,44 @@ struct SumConstantProducts {
   }
 };
 
+// Every group's sum of products over a launch's D distinct ciphertexts, two
+// components, plus what the output holds when `accumulate`: a thread reads
+// its residue of each ciphertext once (registers) for all groups.
+using GroupTerms = cuda::GroupTerms<u32, 16, 16>;
+template <int D>
+struct SumProductGroups {
+  u32 n;
+  const Prime* primes;
+  GroupTerms terms;
+  bool accumulate;
+  int limbs;
+  __device__ void operator()(int, int i, std::size_t k) const {
+    const Prime m = primes[i];
+    const std::size_t at = static_cast<std::size_t>(i) * n + k;
+    const std::size_t second = static_cast<std::size_t>(limbs) * n + at;  // component 1
+    u32 v0[D], v1[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      v0[d] = terms.a[d][at];
+      v1[d] = terms.a[d][second];
+    }
+    for (int g = 0; g < terms.groups; ++g) {
+      u32* out = terms.out[g];
+      u32 x = accumulate ? out[at] : 0, y = accumulate ? out[second] : 0;
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        const u32* p = terms.p[g][d];
+        if (p == nullptr) continue;
+        const u32 w = p[at];
+        x = add_mod(x, mul_mod(v0[d], w, m), m.q);
+        y = add_mod(y, mul_mod(v1[d], w, m), m.q);
+      }
+      out[at] = x;
+      out[second] = y;
+    }
+  }
+};
+
 // One thread per residue of all three outputs.
 struct Multiply {
   u32 n;
@@ -219,6 +257,17 @@ void sum_constant_products(cudaStream_t stream, u32 n, const Prime* primes, Poly
   for_each_constant_chunk<ConstantTerms>(a, r, out.limbs, [&](const ConstantTerms& terms, bool accumulate) {
     launch(stream, Poly{out.data, out.components, terms.limbs},
            SumConstantProducts{n, primes, out, terms, accumulate}, "narrow sum_constant_products");
+  });
+}
+
+void sum_product_groups(cudaStream_t stream, u32 n, const Prime* primes, std::span<const Poly> outs,
+                        std::span<const Poly> a, std::span<const Poly> p, std::span<const std::size_t> ends) {
+  const Poly rows{outs[0].data, 1, outs[0].limbs};
+  for_each_group_chunk<GroupTerms>(outs, a, p, ends, [&](const GroupTerms& terms, bool accumulate) {
+    with_count<1, GroupTerms::max_inputs>(terms.inputs, [&](auto inputs) {
+      launch(stream, rows, SumProductGroups<decltype(inputs)::value>{n, primes, terms, accumulate, outs[0].limbs},
+             "narrow sum_product_groups");
+    });
   });
 }
 

@@ -39,6 +39,10 @@ using SumTerms = cuda::SumTerms<u32, 16>;
 // out = a_0 r_0 + a_1 r_1 + ..., r holding out.limbs residues per term
 // (Backend::sum_constant_products); out is none of the operands.
 using ConstantTerms = cuda::ConstantTerms<u32, 12, 64>;
+// Backend::sum_product_groups for two-component outputs whose groups have
+// at most one term per ciphertext (one_term_per_input).
+void sum_product_groups(cudaStream_t stream, u32 n, const Prime* primes, std::span<const Poly> outs,
+                        std::span<const Poly> a, std::span<const Poly> p, std::span<const std::size_t> ends);
 void sum_constant_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,
                            std::span<const std::uint64_t> r);
 void sum_products(cudaStream_t stream, u32 n, const Prime* primes, Poly out, std::span<const Poly> a,

@@ -159,6 +159,16 @@ void for_each_group_chunk(std::span<const Poly> outs, std::span<const Poly> a, s
   }
 }
 
+// f(std::integral_constant<int, D>{}) for the count d in [D, Max]: a
+// kernel instantiated for each count keeps per-count arrays in registers.
+template <int D, int Max, class F>
+void with_count(int d, F&& f) {
+  if constexpr (D <= Max) {
+    if (d == D) return f(std::integral_constant<int, D>{});
+    with_count<D + 1, Max>(d, f);
+  }
+}
+
 // launch(std::integral_constant<int, C>{}, first) for components [first, first + C).
 template <class Launch>
 void for_each_component_group(int components, Launch&& launch) {
