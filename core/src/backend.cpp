@@ -163,7 +163,7 @@ void check_sum_product_groups(std::span<const PolyArg> outs, std::span<const Pol
     try {
       check_sum_products(outs[g], a.subspan(first, ends[g] - first), p.subspan(first, ends[g] - first));
     } catch (const InvalidArgumentError& e) {
-      refuse("group " + std::to_string(g) + ": " + e.what());
+      refuse("group " + std::to_string(g) + " (its term 0 is term " + std::to_string(first) + "): " + e.what());
     }
     for (std::size_t t = 0; t < a.size(); ++t) {
       if (a[t].buffer == outs[g].buffer || p[t].buffer == outs[g].buffer) {

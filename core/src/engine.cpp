@@ -315,17 +315,18 @@ Ciphertext Engine::sum(std::span<const Ciphertext> values) const {
   return out;
 }
 
-ValueState Engine::plain_sum_state(const char* op, std::span<const Ciphertext> a, std::span<const Plaintext> p) const {
-  if (a.empty()) throw InvalidArgumentError(std::string(op) + ": no terms, expected at least one");
+ValueState Engine::plain_sum_state(const std::string& op, std::span<const Ciphertext> a,
+                                   std::span<const Plaintext> p) const {
+  if (a.empty()) throw InvalidArgumentError(op + ": no terms, expected at least one");
   if (a.size() != p.size()) {
-    throw InvalidArgumentError(std::string(op) + ": " + std::to_string(a.size()) + " ciphertexts and " +
-                               std::to_string(p.size()) + " plaintexts, expected one plaintext per ciphertext");
+    throw InvalidArgumentError(op + ": " + std::to_string(a.size()) + " ciphertexts and " + std::to_string(p.size()) +
+                               " plaintexts, expected one plaintext per ciphertext");
   }
-  const ValueState s = plain_product_state(op, a[0], p[0]);
+  const ValueState s = plain_product_state(op.c_str(), a[0], p[0]);
   for (std::size_t i = 0; i < a.size(); ++i) {
-    check_own(a[i], op);  // before its level: another context's levels say nothing here
+    check_own(a[i], op.c_str());  // before its level: another context's levels say nothing here
     require_same_level(op, s, a[i].state);
-    const ValueState product = plain_product_state(op, a[i], p[i]);
+    const ValueState product = plain_product_state(op.c_str(), a[i], p[i]);
     require_components(op, a[i].state, s.components);
     require_aligned(op, s, product);  // the products' scales must agree to be summed
   }
@@ -345,7 +346,6 @@ Ciphertext Engine::multiply_plain_sum(std::span<const Ciphertext> a, std::span<c
 
 std::vector<Ciphertext> Engine::multiply_plain_sums(std::span<const std::span<const Ciphertext>> a,
                                                     std::span<const std::span<const Plaintext>> p) const {
-  const char* op = "multiply_plain_sums";
   if (a.empty()) throw InvalidArgumentError("multiply_plain_sums: no groups, expected at least one");
   if (a.size() != p.size()) {
     throw InvalidArgumentError("multiply_plain_sums: " + std::to_string(a.size()) + " groups of ciphertexts and " +
@@ -355,10 +355,12 @@ std::vector<Ciphertext> Engine::multiply_plain_sums(std::span<const std::span<co
   std::vector<PolyArg> results, terms, plains;
   std::vector<std::size_t> ends;
   for (std::size_t g = 0; g < a.size(); ++g) {
-    const ValueState s = plain_sum_state(op, a[g], p[g]);
-    if (g > 0) {
-      require_same_level(op, outs[0].state, s);
-      require_components(op, s, outs[0].state.components);
+    const std::string group = "multiply_plain_sums: group " + std::to_string(g);
+    const ValueState s = plain_sum_state(group, a[g], p[g]);
+    if (g > 0 && (s.level != outs[0].state.level || s.components != outs[0].state.components)) {
+      throw StateError(group + " is at level " + std::to_string(s.level) + " with " + std::to_string(s.components) +
+                       " components, expected group 0's level " + std::to_string(outs[0].state.level) + " with " +
+                       std::to_string(outs[0].state.components) + " (one call takes groups of one shape)");
     }
     outs.push_back(make_ciphertext(s));
     for (std::size_t i = 0; i < a[g].size(); ++i) {

@@ -743,8 +743,9 @@ std::vector<CaseDef> make_cases(int level) {
       });
   // 18 groups over 20 ciphertexts of their own: more groups (16) and more
   // ciphertexts (15) than one launch of a backend that fuses them takes.
-  // Group g has input i unless (i + g) mod 4 = 0, times plaintext (i + g) mod 3.
-  const auto in_group = [](int g, int i) { return (i + g) % 4 != 0; };
+  // Group g has input i unless (i + g) mod 4 = 0, times plaintext (i + g) mod
+  // 3; group 17 only inputs 16-19, none in such a launch's first ciphertexts.
+  const auto in_group = [](int g, int i) { return g == 17 ? i >= 16 : (i + g) % 4 != 0; };
   def(
       "multiply_plain_sums(18 groups, 20 inputs)",
       [=](Side& s, T t, P) {
@@ -778,6 +779,41 @@ std::vector<CaseDef> make_cases(int level) {
           sums.push_back(total);
         }
         return sums;
+      });
+  // Forms a fusing backend may leave to the default: one ciphertext twice in
+  // a group, and three-component products.
+  def(
+      "multiply_plain_sums(a ciphertext twice)",
+      [](Side& s, T t, P) {
+        const Ciphertext x = s.ct(t.ha), y = s.ct(t.hb);
+        const std::vector<Ciphertext> a0 = {x, x, y}, a1 = {y};
+        const std::vector<Plaintext> p0 = {s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)}, p1 = {s.pt(t.pb)};
+        const std::vector<std::span<const Ciphertext>> a = {a0, a1};
+        const std::vector<std::span<const Plaintext>> q = {p0, p1};
+        Outputs outs;
+        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
+        return outs;
+      },
+      [=](T t) {
+        return std::vector<Message>{
+            zip(zip(zip(t.a, t.a, times), zip(t.a, t.b, times), plus), zip(t.b, t.c, times), plus),
+            zip(t.b, t.b, times)};
+      });
+  def(
+      "multiply_plain_sums(3 components)",
+      [](Side& s, T t, P) {
+        const Ciphertext m = s.ct(t.product);
+        const std::vector<Ciphertext> a0 = {m}, a1 = {m};
+        const std::vector<Plaintext> p0 = {s.pt(t.pc)}, p1 = {s.pt(t.pa)};
+        const std::vector<std::span<const Ciphertext>> a = {a0, a1};
+        const std::vector<std::span<const Plaintext>> q = {p0, p1};
+        Outputs outs;
+        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
+        return outs;
+      },
+      [=](T t) {
+        const Message ab = zip(t.a, t.b, times);
+        return std::vector<Message>{zip(ab, t.c, times), zip(ab, t.a, times)};
       });
   def(
       "multiply_scalar_sum(3)",

@@ -83,16 +83,24 @@ TEST_F(EngineErrors, MultiplyPlainSumsOperands) {
       },
       {"multiply_plain_sums", "2 groups of ciphertexts and 1 of plaintexts"});
   // Each group by multiply_plain_sum's rules, then every group at the first's level and components.
-  expect_error<InvalidArgumentError>([&] { sums({{top}, {}}, {{p}, {}}); }, {"multiply_plain_sums", "no terms"});
-  expect_error<StateError>([&] { sums({{top, low}}, {{p, p}}); }, {"multiply_plain_sums", "levels 3 and 1"});
+  expect_error<InvalidArgumentError>(
+      [&] {
+        sums({{top}, {}}, {{p}, {}});
+      },
+      {"multiply_plain_sums: group 1", "no terms"});
+  expect_error<StateError>([&] { sums({{top, low}}, {{p, p}}); }, {"multiply_plain_sums: group 0", "levels 3 and 1"});
   const Plaintext p1 = f.plaintext(a, 1, f.scale());
-  expect_error<StateError>([&] { sums({{top}, {low}}, {{p}, {p1}}); }, {"multiply_plain_sums", "levels 3 and 1"});
+  expect_error<StateError>(
+      [&] {
+        sums({{top}, {low}}, {{p}, {p1}});
+      },
+      {"multiply_plain_sums: group 1 is at level 1", "expected group 0's level 3"});
   const Ciphertext three = f.engine.multiply(top, top);
   expect_error<StateError>(
       [&] {
         sums({{top}, {three}}, {{p}, {p}});
       },
-      {"multiply_plain_sums", "3 components, expected 2"});
+      {"multiply_plain_sums: group 1 is at level 3 with 3 components", "expected group 0's level 3 with 2"});
   EXPECT_EQ(sums({{top, top}, {top}}, {{p, p}, {p}}).size(), 2u);
 }
 
@@ -115,7 +123,8 @@ TEST_F(EngineErrors, SumProductGroupsShapes) {
   refused({out0, PolyArg{o1.get(), 2, 3}}, terms, plains, {1, 3}, "output 1 has 2 components of 3 limbs");
   refused(two_outs, {out1, term, term}, plains, {1, 3}, "output 1 is an operand of term 0");
   refused({out0, out0}, terms, plains, {1, 3}, "outputs 0 and 1 share a buffer");
-  refused(two_outs, {term, PolyArg{x.get(), 2, 3}, term}, plains, {1, 3}, "group 1: sum_products: term 0 has");
+  refused(two_outs, {term, PolyArg{x.get(), 2, 3}, term}, plains, {1, 3},
+          "group 1 (its term 0 is term 1): sum_products: term 0 has");
   EXPECT_NO_THROW(check_sum_product_groups(two_outs, terms, plains, std::vector<std::size_t>{1, 3}));
 }
 

@@ -20,8 +20,13 @@ extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fheli
     a.abi_minor = 0;
     a.struct_size = offsetof(FheliumBackendApi, multiply_relinearize);  // the 1.0 table ends at rotate_hoisted
     // Past struct_size: a host that reads it anyway gets this error.
-    a.multiply_relinearize = [](FheliumOpArgs*) { return fhelium::sdk::invalid("read past the table's struct_size"); };
-    a.sum_products = [](FheliumOpArgs*) { return fhelium::sdk::invalid("read past the table's struct_size"); };
+    const FheliumOpFn past_the_table = [](FheliumOpArgs*) {
+      return fhelium::sdk::invalid("read past the table's struct_size");
+    };
+    a.multiply_relinearize = past_the_table;
+    a.sum_products = past_the_table;
+    a.sum_constant_products = past_the_table;
+    a.sum_product_groups = past_the_table;
     a.extension_start = &device_info.base;
     return a;
   }();

@@ -130,7 +130,7 @@ class Engine {
   // plaintext, NTT domain, equal levels).
   ValueState plain_product_state(const char* op, const Ciphertext& a, const Plaintext& p) const;
   // The state of sum a_i p_i, after checking its terms (multiply_plain_sum's rules).
-  ValueState plain_sum_state(const char* op, std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
+  ValueState plain_sum_state(const std::string& op, std::span<const Ciphertext> a, std::span<const Plaintext> p) const;
   // Both operands own, same level, scale and domain; b has b_components.
   void check_addable(const char* op, const Value& a, const Value& b, int b_components) const;
   // A two-component NTT-domain ciphertext of this context.
