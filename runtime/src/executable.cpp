@@ -396,13 +396,6 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
   const RelinKey& relinearization_key = relinearization_key_ ? *relinearization_key_ : no_relinearization_key;
   const GaloisKeys& galois_keys = galois_keys_ ? *galois_keys_ : no_galois_keys;
 
-  const auto release_after = [&](std::size_t k, std::size_t last) {  // values whose last use is in [k, last]
-    for (std::size_t j = k; j <= last; ++j) {
-      for (int v : nodes[j].args) {
-        if (last_use[static_cast<std::size_t>(v)] <= last) live[static_cast<std::size_t>(v)].reset();
-      }
-    }
-  };
   std::vector<detail::Operand> operands;
   for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& node = nodes[k];
@@ -410,57 +403,49 @@ ValueTree Executable::run(const ValueTree& inputs, const NodeObserver& observer)
       if (observer) observer(k);
       continue;
     }
-    if (runs[k] > 1) {
-      const std::size_t last = k + runs[k] - 1;
-      std::vector<Ciphertext> results;
-      try {
-        results = run_plain_sums(*engine_, nodes, k, runs[k], live, constants_);
-      } catch (const Error&) {
-        detail::rethrow_with_prefix(where + detail::node_label(program, node) + " (with the " +
-                                    std::to_string(runs[k] - 1) + " multiply_plain_sums after it): ");
-      }
-      for (std::size_t g = 0; g < results.size(); ++g) {
-        live[static_cast<std::size_t>(nodes[k + g].results[0])] = std::move(results[g]);
-      }
-      release_after(k, last);
-      for (std::size_t j = k; j <= last; ++j) {
-        const auto r = static_cast<std::size_t>(nodes[j].results[0]);
-        if (last_use[r] == j) live[r].reset();  // never used
-        if (observer) observer(j);
-      }
-      k = last;
-      continue;
-    }
-    operands.clear();
-    for (int arg : node.args) {
-      if (!fused_operands[k].empty()) break;  // its fused terms have no value of their own
-      const auto a = static_cast<std::size_t>(arg);
-      if (values[a].kind == ValueKind::constant) {
-        operands.push_back({nullptr, &constants_.at(arg)});
-      } else {
-        operands.push_back({&*live[a], nullptr});
-      }
-    }
+    const std::size_t last = k + runs[k] - 1;  // the nodes [k, last] run as one call
     std::vector<Ciphertext> results;
     try {
-      results = fused_operands[k].empty() ? detail::execute_node(*engine_, node, operands, relinearization_key,
-                                                                 galois_keys, sparse_encapsulation_)
-                                          : std::vector<Ciphertext>{run_fused_sum(*engine_, nodes, k, fusion, live)};
+      if (runs[k] > 1) {
+        results = run_plain_sums(*engine_, nodes, k, runs[k], live, constants_);
+      } else if (!fused_operands[k].empty()) {
+        results = {run_fused_sum(*engine_, nodes, k, fusion, live)};
+      } else {
+        operands.clear();
+        for (int arg : node.args) {
+          const auto a = static_cast<std::size_t>(arg);
+          if (values[a].kind == ValueKind::constant) {
+            operands.push_back({nullptr, &constants_.at(arg)});
+          } else {
+            operands.push_back({&*live[a], nullptr});
+          }
+        }
+        results =
+            detail::execute_node(*engine_, node, operands, relinearization_key, galois_keys, sparse_encapsulation_);
+      }
     } catch (const Error&) {
-      detail::rethrow_with_prefix(where + detail::node_label(program, node) + ": ");
+      const std::string batch =
+          runs[k] > 1 ? " (with the " + std::to_string(runs[k] - 1) + " multiply_plain_sums after it)" : "";
+      detail::rethrow_with_prefix(where + detail::node_label(program, node) + batch + ": ");
     }
+    std::vector<int> result_ids;  // the call's results are its nodes' results, in order
+    for (std::size_t j = k; j <= last; ++j)
+      result_ids.insert(result_ids.end(), nodes[j].results.begin(), nodes[j].results.end());
     for (std::size_t i = 0; i < results.size(); ++i)
-      live[static_cast<std::size_t>(node.results[i])] = std::move(results[i]);
-    for (int v : node.args) {
-      if (last_use[static_cast<std::size_t>(v)] == k) live[static_cast<std::size_t>(v)].reset();
+      live[static_cast<std::size_t>(result_ids[i])] = std::move(results[i]);
+    for (std::size_t j = k; j <= last; ++j) {
+      for (int v : nodes[j].args) {
+        if (last_use[static_cast<std::size_t>(v)] <= last) live[static_cast<std::size_t>(v)].reset();
+      }
+      for (int v : nodes[j].results) {
+        if (last_use[static_cast<std::size_t>(v)] == j) live[static_cast<std::size_t>(v)].reset();  // never used
+      }
+      for (std::size_t v : fused_operands[j]) {
+        if (last_use[v] <= last) live[v].reset();
+      }
+      if (observer) observer(j);
     }
-    for (int v : node.results) {
-      if (last_use[static_cast<std::size_t>(v)] == k) live[static_cast<std::size_t>(v)].reset();  // never used
-    }
-    for (std::size_t v : fused_operands[k]) {
-      if (last_use[v] == k) live[v].reset();
-    }
-    if (observer) observer(k);
+    k = last;
   }
 
   ValueTree::Map outputs;

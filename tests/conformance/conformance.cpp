@@ -721,20 +721,23 @@ std::vector<CaseDef> make_cases(int level) {
       "multiply_plain_sum(20)",
       [=](Side& s, T t, P) { return single(s.get(s.engine.multiply_plain_sum(twenty(s, t), twenty_plains(s, t)))); },
       [=](T t) { return one(twenty_clear(t, true)); });
+  // multiply_plain_sums over groups held in vectors, every result downloaded.
+  const auto plain_sums = [](Side& s, const std::vector<std::vector<Ciphertext>>& a,
+                             const std::vector<std::vector<Plaintext>>& p) {
+    const std::vector<std::span<const Ciphertext>> as(a.begin(), a.end());
+    const std::vector<std::span<const Plaintext>> ps(p.begin(), p.end());
+    Outputs outs;
+    for (const Ciphertext& r : s.engine.multiply_plain_sums(as, ps)) outs.push_back(s.get(r));
+    return outs;
+  };
   // Three groups over the same three ciphertexts (a linear transform's giant
   // groups share their baby rotations), one of a single term.
   def(
       "multiply_plain_sums(3 groups)",
-      [](Side& s, T t, P) {
+      [=](Side& s, T t, P) {
         const std::vector<Ciphertext> x = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hc)};
         const std::vector<Plaintext> p = {s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)};
-        const std::vector<Ciphertext> a0 = {x[0], x[1], x[2]}, a1 = {x[1], x[2]}, a2 = {x[0]};
-        const std::vector<Plaintext> p0 = {p[2], p[0], p[1]}, p1 = {p[1], p[2]}, p2 = {p[0]};
-        const std::vector<std::span<const Ciphertext>> a = {a0, a1, a2};
-        const std::vector<std::span<const Plaintext>> q = {p0, p1, p2};
-        Outputs outs;
-        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
-        return outs;
+        return plain_sums(s, {{x[0], x[1], x[2]}, {x[1], x[2]}, {x[0]}}, {{p[2], p[0], p[1]}, {p[1], p[2]}, {p[0]}});
       },
       [=](T t) {
         return std::vector<Message>{
@@ -762,11 +765,7 @@ std::vector<CaseDef> make_cases(int level) {
             p[g].push_back(plains[(i + g) % 3]);
           }
         }
-        const std::vector<std::span<const Ciphertext>> as(a.begin(), a.end());
-        const std::vector<std::span<const Plaintext>> ps(p.begin(), p.end());
-        Outputs outs;
-        for (const Ciphertext& r : s.engine.multiply_plain_sums(as, ps)) outs.push_back(s.get(r));
-        return outs;
+        return plain_sums(s, a, p);
       },
       [=](T t) {
         const Message* m[] = {&t.a, &t.b, &t.c};
@@ -784,15 +783,9 @@ std::vector<CaseDef> make_cases(int level) {
   // a group, and three-component products.
   def(
       "multiply_plain_sums(a ciphertext twice)",
-      [](Side& s, T t, P) {
+      [=](Side& s, T t, P) {
         const Ciphertext x = s.ct(t.ha), y = s.ct(t.hb);
-        const std::vector<Ciphertext> a0 = {x, x, y}, a1 = {y};
-        const std::vector<Plaintext> p0 = {s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)}, p1 = {s.pt(t.pb)};
-        const std::vector<std::span<const Ciphertext>> a = {a0, a1};
-        const std::vector<std::span<const Plaintext>> q = {p0, p1};
-        Outputs outs;
-        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
-        return outs;
+        return plain_sums(s, {{x, x, y}, {y}}, {{s.pt(t.pa), s.pt(t.pb), s.pt(t.pc)}, {s.pt(t.pb)}});
       },
       [=](T t) {
         return std::vector<Message>{
@@ -801,15 +794,9 @@ std::vector<CaseDef> make_cases(int level) {
       });
   def(
       "multiply_plain_sums(3 components)",
-      [](Side& s, T t, P) {
+      [=](Side& s, T t, P) {
         const Ciphertext m = s.ct(t.product);
-        const std::vector<Ciphertext> a0 = {m}, a1 = {m};
-        const std::vector<Plaintext> p0 = {s.pt(t.pc)}, p1 = {s.pt(t.pa)};
-        const std::vector<std::span<const Ciphertext>> a = {a0, a1};
-        const std::vector<std::span<const Plaintext>> q = {p0, p1};
-        Outputs outs;
-        for (const Ciphertext& r : s.engine.multiply_plain_sums(a, q)) outs.push_back(s.get(r));
-        return outs;
+        return plain_sums(s, {{m}, {m}}, {{s.pt(t.pc)}, {s.pt(t.pa)}});
       },
       [=](T t) {
         const Message ab = zip(t.a, t.b, times);
