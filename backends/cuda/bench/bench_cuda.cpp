@@ -131,8 +131,8 @@ Stats time_graph(cudaStream_t stream, int sets, int runs, int warmup, const std:
   return stats;
 }
 
-json::object bench_preset(const std::string& name, int runs, int warmup, int sets, int hoisted, int device,
-                          const std::vector<std::string>& only, bool graphs) {
+json::object bench_preset(const std::string& name, int at_level, int runs, int warmup, int sets, int hoisted,
+                          int device, const std::vector<std::string>& only, bool graphs) {
   const auto context = Context::create(preset(name));
   const Context& ctx = *context;
   auto backend = cuda::make_cuda_backend({device});
@@ -146,7 +146,12 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
   Encoder encoder(context);
   Encryptor encryptor(context, rng);
 
-  const int level = ctx.max_level();
+  // A bootstrap's key switches run at every level, most of them far below the top.
+  const int level = at_level < 0 ? ctx.max_level() : at_level;
+  if (level < 1 || level > ctx.max_level()) {
+    throw InvalidArgumentError("--level " + std::to_string(at_level) + " of " + name + ": expected 1 to " +
+                               std::to_string(ctx.max_level()) + " (rescale needs a level below it)");
+  }
   const int limbs = level + 1;
   const std::size_t n = ctx.ring_degree();
   const std::size_t limb_bytes = n * sizeof(u64);
@@ -167,6 +172,7 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
     galois.push_back(upload(keygen.galois_key(sk, elements.back()).data));
   }
   const int digits = ctx.key_digits();
+  const int digits_used = ctx.key_switch(level).digits;
   const KeyArg rk{relin.get(), digits};
   std::vector<KeyArg> gk;
   for (const auto& g : galois) gk.push_back({g.get(), digits});
@@ -200,7 +206,8 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
   auto B = [&](int i) { return PolyArg{in[static_cast<std::size_t>(i % sets)].b.get(), 2, limbs}; };
   auto S = [&](int i) -> Set& { return in[static_cast<std::size_t>(i % sets)]; };
 
-  const double key_bytes = static_cast<double>(digits) * 2.0 * (limbs + ctx.special_count()) * static_cast<double>(limb_bytes);
+  const double key_bytes =
+      static_cast<double>(digits_used) * 2.0 * (limbs + ctx.special_count()) * static_cast<double>(limb_bytes);
   const double pb = static_cast<double>(poly_bytes);
   struct Op {
     std::string name;
@@ -275,6 +282,7 @@ json::object bench_preset(const std::string& name, int runs, int warmup, int set
             {"log_scale", std::log2(p.scale)},
             {"log_qp", ctx.log_qp()},
             {"key_digits", digits},
+            {"key_digits_at_level", digits_used},
             {"level", level},
             {"limbs", limbs}}},
           {"input_sets", sets},
@@ -291,6 +299,7 @@ int main(int argc, char** argv) {
   int sets = 4;
   int hoisted = 4;
   int device = 0;
+  int level = -1;
   std::vector<std::string> only;
   bool no_graph = false;
   app.add_option("--preset", presets, "Presets to measure")->expected(1, -1);
@@ -299,6 +308,7 @@ int main(int argc, char** argv) {
   app.add_option("--sets", sets, "Input sets to rotate among")->check(CLI::PositiveNumber);
   app.add_option("--hoisted", hoisted, "Rotations in the hoisted batch")->check(CLI::PositiveNumber);
   app.add_option("--device", device, "CUDA device");
+  app.add_option("--level", level, "Level of the inputs (default: each preset's top)");
   app.add_option("--ops", only, "Only these operations (default: all)")
       ->expected(1, -1)
       ->check(CLI::IsMember(operation_names));
@@ -312,7 +322,8 @@ int main(int argc, char** argv) {
   try {
     if (!cuda::device_available()) throw BackendError("no CUDA device present");
     json::array out;
-    for (const auto& p : presets) out.push_back(bench_preset(p, runs, warmup, sets, hoisted, device, only, !no_graph));
+    for (const auto& p : presets)
+      out.push_back(bench_preset(p, level, runs, warmup, sets, hoisted, device, only, !no_graph));
     std::cout << json::serialize(json::object{{"benchmark", "fhelium-cuda-ops"},
                                               {"timing", "CUDA events around each call on the backend stream; "
                                                          "Backend methods on pre-allocated buffers; eager and graph replay"},
