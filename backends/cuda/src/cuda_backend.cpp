@@ -650,11 +650,12 @@ class CudaBackend final : public Backend {
       };
       // The rotations' inner products and ModDowns (latency-bound launches
       // of a few hundred blocks at 2^14) run side by side on the runtime's
-      // branches, each with its own accumulators, when the context has
-      // branch workspaces and no two outputs overlap (one after the other,
-      // the later rotation's output would win; side by side they would race).
+      // branches, each with its own accumulators, where the level's key
+      // switch is small enough (CudaContext::hoisted_on_branches) and no two
+      // outputs overlap (one after the other, the later rotation's output
+      // would win; side by side they would race).
       const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work();
-      const std::size_t used = std::min(outs.size(), branches.size());
+      const std::size_t used = op.ctx.hoisted_on_branches(ks) ? std::min(outs.size(), branches.size()) : 0;
       const bool side_by_side = used > 1 && outputs_apart(o, 2 * poly);
       // Side by side or not is another graph topology: another shape.
       op.issue([&] {

@@ -224,19 +224,22 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   rescale_temp_ = DeviceAllocation(runtime_, 3 * bytes_per_limb);
   workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 2 * q_limbs + product_limbs + 3) * bytes_per_limb;
   work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words(), product_.words()};
-  if (n <= hoisted_branch_limit) {
-    for (int b = 0; b < DeviceRuntime::branches; ++b) {
-      kernels::KeySwitchWork w = work_;
-      w.accumulators = branch_buffers_.emplace_back(runtime_, 2 * slots * bytes_per_limb).words();
-      w.converted = branch_buffers_.emplace_back(runtime_, 2 * q_limbs * bytes_per_limb).words();
-      branch_work_.push_back(w);
-      workspace_bytes_ += (2 * slots + 2 * q_limbs) * bytes_per_limb;
-    }
+  for (int b = 0; b < DeviceRuntime::branches; ++b) {
+    kernels::KeySwitchWork w = work_;
+    w.accumulators = branch_buffers_.emplace_back(runtime_, 2 * slots * bytes_per_limb).words();
+    w.converted = branch_buffers_.emplace_back(runtime_, 2 * q_limbs * bytes_per_limb).words();
+    branch_work_.push_back(w);
+    workspace_bytes_ += (2 * slots + 2 * q_limbs) * bytes_per_limb;
   }
   runtime_->synchronize();  // tables are in place before the first operation
 }
 
 CudaContext::~CudaContext() = default;
+
+bool CudaContext::hoisted_on_branches(const KeySwitchView& ks) const {
+  const auto slots = static_cast<std::size_t>(ks.level + 1 + ks.specials);
+  return slots * context_->ring_degree() <= hoisted_branch_words;
+}
 
 kernels::Launch CudaContext::launch() const {
   return {runtime_->stream(), ntt_, static_cast<u32>(context_->ring_degree()), context_->max_level()};

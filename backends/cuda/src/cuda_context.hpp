@@ -68,8 +68,13 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // 2^15: at 2^16 the fused call measured slower than the two (574 us vs 570).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
   bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
-  // Up to this ring degree a hoisted batch's rotations run on branches (branch_work).
-  static constexpr std::size_t hoisted_branch_limit = std::size_t{1} << 15;
+  // A hoisted batch's rotations run on branches (branch_work) where a
+  // level's key switch extends to at most this many words per polynomial
+  // (slots x N): one rotation's latency-bound launches leave the GPU partly
+  // idle there (every level at 2^14 and 2^15, a 2^16 bootstrap's
+  // SlotToCoeff), while at 2^16's upper levels one rotation fills it.
+  static constexpr std::size_t hoisted_branch_words = std::size_t{20} << 16;
+  bool hoisted_on_branches(const KeySwitchView& ks) const;
 
   kernels::Launch launch() const;
   const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
@@ -77,8 +82,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   const kernels::KeySwitchWork& work() const { return work_; }
   // One workspace per runtime branch for a hoisted batch's rotations run
   // side by side: own accumulators and converted limbs, ModUp's buffers
-  // shared. Empty above N = 2^15, where one rotation's kernels fill the GPU
-  // (and a branch would cost 75 MB at 2^16).
+  // shared (75 MB a branch at 2^16's top level).
   const std::vector<kernels::KeySwitchWork>& branch_work() const { return branch_work_; }
   u64* rescale_temp() const { return rescale_temp_.words(); }  // 3 x N
   std::size_t table_bytes() const { return table_bytes_; }
