@@ -149,8 +149,9 @@ TEST(CudaCapture, The32BitWordFamilyReplaysBitForBit) {
 
 // Wide: eight independent chains whose temporaries are dropped as soon as
 // they are read, so later, unrelated operations reuse their blocks (writes
-// after reads on other capture lanes); a pairwise sum; two rotations that
-// share the key-switching workspace but not their data.
+// after reads on other capture lanes); a pairwise sum; four independent
+// rotations, side by side on the two key-switching lanes, each lane's
+// workspace used by two of them in turn.
 std::vector<Ciphertext> wide_schedule(const Engine& e, const Ciphertext& a, const Ciphertext& b,
                                       const GaloisKeys& gk) {
   std::vector<Ciphertext> terms;
@@ -164,8 +165,10 @@ std::vector<Ciphertext> wide_schedule(const Engine& e, const Ciphertext& a, cons
     for (std::size_t i = 0; i < terms.size(); i += 2) next.push_back(e.add(terms[i], terms[i + 1]));
     terms = std::move(next);
   }
-  std::vector<Ciphertext> out{terms[0], e.rotate(a, 1, gk), e.rotate(b, -3, gk)};
+  std::vector<Ciphertext> out{terms[0], e.rotate(a, 1, gk), e.rotate(b, -3, gk), e.rotate(b, 1, gk),
+                              e.rotate(a, -3, gk)};
   out.push_back(e.add(out[1], out[2]));
+  out.push_back(e.add(out[3], out[4]));
   return out;
 }
 

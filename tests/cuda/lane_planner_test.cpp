@@ -20,7 +20,8 @@ MemoryAccess writes(std::uintptr_t begin, std::uintptr_t end) { return {begin, e
 // Replays the planner's decisions: which operations are ordered before each.
 class Replay {
  public:
-  explicit Replay(int lanes) : planner(lanes), last_on(static_cast<std::size_t>(lanes), -1) {}
+  explicit Replay(int lanes, int heavy_lanes = -1)
+      : planner(lanes, heavy_lanes < 0 ? lanes : heavy_lanes), last_on(static_cast<std::size_t>(lanes), -1) {}
 
   LanePlan add(std::vector<MemoryAccess> accesses, bool heavy = false) {
     LanePlan plan = planner.add(accesses, heavy);
@@ -184,7 +185,7 @@ TEST(LanePlanner, EveryConflictIsOrderedInARandomSchedule) {
 }
 
 TEST(LanePlanner, ALightOperationIsNotQueuedBehindAHeavyOne) {
-  LanePlanner p(2);
+  LanePlanner p(2, 2);
   p.add({{writes(0, 100)}}, true);  // 0: heavy, lane 0
   p.add({{writes(200, 300)}});      // 1: light, lane 1
   // 2 depends on neither: lane 0 is idle the longest, but it ends in the heavy one.
@@ -214,7 +215,7 @@ TEST(LanePlanner, OverwrittenRangesStayOrdered) {
 }
 
 TEST(LanePlanner, ResetForgetsThePreviousCapture) {
-  LanePlanner p(2);
+  LanePlanner p(2, 2);
   p.add({{writes(0, 100)}});
   p.reset();
   EXPECT_EQ(p.operations(), 0);
@@ -225,7 +226,61 @@ TEST(LanePlanner, ResetForgetsThePreviousCapture) {
   EXPECT_EQ(p.tails()[1], -1);
 }
 
-TEST(LanePlanner, RefusesZeroLanes) { EXPECT_THROW(LanePlanner(0), InvalidArgumentError); }
+// The capture's shape (CaptureLanes): 4 lanes, key switches on lanes 0 and 1,
+// each with its own workspace. Independent key switches run side by side;
+// two on one lane are ordered by its stream, whatever their data.
+TEST(LanePlanner, HeavyOperationsTakeTheHeavyLanesOnly) {
+  Replay r(4, 2);
+  const LanePlan a = r.add({reads(0, 100), writes(1000, 1100)}, true);
+  const LanePlan b = r.add({reads(200, 300), writes(2000, 2100)}, true);
+  EXPECT_LT(a.lane, 2);
+  EXPECT_LT(b.lane, 2);
+  EXPECT_NE(a.lane, b.lane);
+  EXPECT_FALSE(r.ordered(0, 1));
+  // A light one, independent: a lane that ends in no key switch.
+  const LanePlan light = r.add({writes(4000, 4100)});
+  EXPECT_GE(light.lane, 2);
+  // A key switch that reads the light one's output: a heavy lane, after it.
+  const LanePlan c = r.add({reads(4000, 4100), writes(5000, 5100)}, true);
+  EXPECT_LT(c.lane, 2);
+  EXPECT_TRUE(r.ordered(2, 3));
+  EXPECT_EQ(c.waits, std::vector<int>{2});
+}
+
+TEST(LanePlanner, KeySwitchesOnOneLaneAreOrderedInARandomSchedule) {
+  Replay r(4, 2);
+  unsigned seed = 777;
+  auto next = [&seed] { return seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff; };
+  std::vector<std::pair<int, bool>> placed;  // lane, heavy
+  for (int i = 0; i < 200; ++i) {
+    const std::uintptr_t begin = (next() % 40) * 10;
+    const bool heavy = next() % 2 == 0;
+    const LanePlan p = r.add({reads(begin, begin + 15), writes(1000 + begin, 1000 + begin + 5 + next() % 20)}, heavy);
+    if (heavy) {
+      ASSERT_LT(p.lane, 2) << "operation " << i;
+    }
+    placed.emplace_back(p.lane, heavy);
+  }
+  int side_by_side = 0;
+  for (std::size_t j = 0; j < placed.size(); ++j) {
+    for (std::size_t i = 0; i < j; ++i) {
+      if (!placed[i].second || !placed[j].second) continue;
+      const bool ordered = r.ordered(static_cast<int>(i), static_cast<int>(j));
+      if (placed[i].first == placed[j].first) {
+        ASSERT_TRUE(ordered) << "key switches " << i << " and " << j << " share lane " << placed[i].first;
+      }
+      if (!ordered) ++side_by_side;
+    }
+  }
+  EXPECT_GT(side_by_side, 0);
+}
+
+TEST(LanePlanner, RefusesZeroLanes) { EXPECT_THROW(LanePlanner(0, 1), InvalidArgumentError); }
+
+TEST(LanePlanner, RefusesHeavyLanesOutsideTheLanes) {
+  EXPECT_THROW(LanePlanner(4, 0), InvalidArgumentError);
+  EXPECT_THROW(LanePlanner(4, 5), InvalidArgumentError);
+}
 
 }  // namespace
 }  // namespace fhelium::cuda

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     std::vector<double> ms;
     int operations = 0;
     for (int r = 0; r < runs; ++r) {
-      LanePlanner planner(4);
+      LanePlanner planner(4, 2);  // CaptureLanes' lanes
       const auto start = std::chrono::steady_clock::now();
       operations = plan_schedule(planner, baby, giant);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());

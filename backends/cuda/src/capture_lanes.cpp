@@ -37,7 +37,7 @@ void CaptureLanes::begin(cudaStream_t origin) {
   check(cudaEventRecord(start_, origin), "cudaEventRecord (capture start)");
 }
 
-cudaStream_t CaptureLanes::schedule(std::span<const MemoryAccess> accesses, bool heavy) {
+LaneStream CaptureLanes::schedule(std::span<const MemoryAccess> accesses, bool heavy) {
   while (done_.size() <= static_cast<std::size_t>(planner_.operations())) {
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (capture lanes)");
@@ -52,7 +52,7 @@ cudaStream_t CaptureLanes::schedule(std::span<const MemoryAccess> accesses, bool
   }
   pending_ = id;
   pending_stream_ = stream;
-  return stream;
+  return {stream, plan.lane};
 }
 
 void CaptureLanes::finish() {

@@ -16,9 +16,19 @@
 
 namespace fhelium::cuda {
 
+// The stream an operation issues on, and its lane (0 outside a capture).
+struct LaneStream {
+  cudaStream_t stream = nullptr;
+  int lane = 0;
+};
+
 class CaptureLanes {
  public:
   static constexpr int count = 4;
+  // Lanes 0..heavy_count-1 take key switches, each with its own workspace:
+  // two independent key switches (EvalMod's real and imaginary parts, a
+  // transform's giant steps) run side by side.
+  static constexpr int heavy_count = 2;
 
   // Streams and events on the current device.
   CaptureLanes();
@@ -30,7 +40,7 @@ class CaptureLanes {
   void begin(cudaStream_t origin);
   // The stream for the next operation, which touches `accesses` (`heavy`:
   // see LanePlanner::add), once it has waited for the operations it depends on.
-  cudaStream_t schedule(std::span<const MemoryAccess> accesses, bool heavy);
+  LaneStream schedule(std::span<const MemoryAccess> accesses, bool heavy);
   // The operation scheduled last has issued all its launches.
   void finish();
   // `origin` waits for the work of every lane used (before the capture ends).
@@ -43,7 +53,7 @@ class CaptureLanes {
   std::array<cudaEvent_t, count> joined_{};
   cudaEvent_t start_ = nullptr;
   std::vector<cudaEvent_t> done_;  // per operation id, reused by later captures
-  LanePlanner planner_{count};
+  LanePlanner planner_{count, heavy_count};
   int pending_ = -1;  // the operation scheduled and not finished
   cudaStream_t pending_stream_ = nullptr;
 };

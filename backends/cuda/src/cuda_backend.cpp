@@ -1,13 +1,12 @@
 // The CUDA backend class: argument checks on the host, then kernels on the
 // runtime's stream. Operations return before the work is done; download and
-// synchronize wait. One operation at a time issues its launches (the
-// workspace is shared through the stream order).
+// synchronize wait. One operation at a time issues its launches; a key
+// switch uses its lane's workspace, kept to one at a time by that lane's stream.
 //
 // Streams and events are CUDA streams (non-blocking) and events (no timing).
 // Capture records the runtime stream's work into a CUDA Graph (relaxed mode):
-// each operation declares what it reads and writes (its workspace too) and
-// goes to a capture lane that waits only for the operations it depends on
-// (capture_lanes.hpp). Buffers allocated meanwhile come from the capture's
+// each operation declares what it reads and writes and goes to a capture
+// lane that waits only for the operations it depends on (capture_lanes.hpp). Buffers allocated meanwhile come from the capture's
 // arena (see device_runtime.hpp). An operation that fails during a capture
 // ends it and discards the partial graph, so the backend stays usable;
 // end_capture then reports the failure.
@@ -232,7 +231,7 @@ class CudaBackend final : public Backend {
       }
       std::lock_guard lock(mutex_);  // one operation at a time on the lanes
       const MemoryAccess accesses[] = {access_of(from, bytes, false), access_of(to, bytes, true)};
-      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, runtime_->stream_for(accesses)),
+      check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, runtime_->stream_for(accesses).stream),
             "cudaMemcpyAsync (copy)");
       runtime_->operation_issued();
     });
@@ -493,8 +492,7 @@ class CudaBackend final : public Backend {
                            std::to_string(out.limbs) + ", expected one limb fewer (and at most 3 components)");
       }
       const kernels::Poly o = op.out(out), x = op.in(a);
-      op.uses(op.ctx.rescale_temp());
-      op.issue([&] { kernels::rescale(op.launch, op.ctx.rescale(out.limbs), o, x, op.ctx.rescale_temp()); });
+      op.issue([&] { kernels::rescale(op.launch, op.ctx.rescale(out.limbs), o, x, op.ctx.rescale_temp(op.lane)); });
     });
   }
 
@@ -549,8 +547,8 @@ class CudaBackend final : public Backend {
       const u64* c2 = in.data + 2 * poly;
       op.issue([&] {
         issue_as_graph(op, a.limbs, 0, [&] {
-          kernels::key_switch(op.launch, ks, op.ctx.work(), c2, 0, k,
-                              {o.data, in.data, 0, o.data + poly, in.data + poly}, runtime_->side());
+          kernels::key_switch(op.launch, ks, op.work(), c2, 0, k, {o.data, in.data, 0, o.data + poly, in.data + poly},
+                              runtime_->side(op.lane));
         });
       });
     });
@@ -583,8 +581,8 @@ class CudaBackend final : public Backend {
         issue_as_graph(op, pa.limbs, 0, [&] {
           kernels::multiply_linear(op.launch, o, pa, pb);
           const kernels::Tensor tensor{pa.data + poly, pb.data + poly};
-          kernels::key_switch(op.launch, ks, op.ctx.work(), nullptr, 0, k,
-                              {o.data, o.data, 0, o.data + poly, o.data + poly}, runtime_->side(), &tensor);
+          kernels::key_switch(op.launch, ks, op.work(), nullptr, 0, k,
+                              {o.data, o.data, 0, o.data + poly, o.data + poly}, runtime_->side(op.lane), &tensor);
         });
       });
     });
@@ -614,8 +612,8 @@ class CudaBackend final : public Backend {
       const u64* c1 = in.data + poly;
       op.issue([&] {
         issue_as_graph(op, a.limbs, 0, [&] {
-          kernels::key_switch(op.launch, ks, op.ctx.work(), c1, galois_element, k,
-                              {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side());
+          kernels::key_switch(op.launch, ks, op.work(), c1, galois_element, k,
+                              {o.data, in.data, galois_element, o.data + poly, nullptr}, runtime_->side(op.lane));
         });
       });
     });
@@ -654,27 +652,31 @@ class CudaBackend final : public Backend {
       // switch is small enough (CudaContext::hoisted_on_branches) and no two
       // outputs overlap (one after the other, the later rotation's output
       // would win; side by side they would race).
-      const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work();
-      const std::size_t used = op.ctx.hoisted_on_branches(ks) ? std::min(outs.size(), branches.size()) : 0;
+      const auto branch_count = static_cast<std::size_t>(DeviceRuntime::branches);
+      const std::size_t used = op.ctx.hoisted_on_branches(ks) ? std::min(outs.size(), branch_count) : 0;
       const bool side_by_side = used > 1 && outputs_apart(o, 2 * poly);
       // Side by side or not is another graph topology: another shape.
       op.issue([&] {
         issue_as_graph(op, a.limbs, static_cast<int>(outs.size()) * (side_by_side ? -1 : 1), [&] {
-          kernels::mod_up(op.launch, ks, op.ctx.work(), c1);
+          kernels::mod_up(op.launch, ks, op.work(), c1);
           if (!side_by_side) {
             for (std::size_t r = 0; r < outs.size(); ++r) {
-              kernels::rotate_extended(op.launch, ks, op.ctx.work(), c1, galois_elements[r], k[r], output(r),
-                                       &runtime_->side());
+              kernels::rotate_extended(op.launch, ks, op.work(), c1, galois_elements[r], k[r], output(r),
+                                       &runtime_->side(op.lane));
             }
             return;
           }
-          for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).fork(op.launch.stream);
+          const std::vector<kernels::KeySwitchWork>& branches = op.ctx.branch_work(op.lane);
+          auto branch = [&](std::size_t b) -> const kernels::SideStream& {
+            return runtime_->branch(op.lane, static_cast<int>(b));
+          };
+          for (std::size_t b = 0; b < used; ++b) branch(b).fork(op.launch.stream);
           for (std::size_t r = 0; r < outs.size(); ++r) {
             const std::size_t b = r % used;
-            kernels::rotate_extended(op.launch.on(runtime_->branch(static_cast<int>(b)).stream), ks, branches[b], c1,
-                                     galois_elements[r], k[r], output(r), nullptr);
+            kernels::rotate_extended(op.launch.on(branch(b).stream), ks, branches[b], c1, galois_elements[r], k[r],
+                                     output(r), nullptr);
           }
-          for (std::size_t b = 0; b < used; ++b) runtime_->branch(static_cast<int>(b)).join(op.launch.stream);
+          for (std::size_t b = 0; b < used; ++b) branch(b).join(op.launch.stream);
         });
       });
     });
@@ -853,22 +855,22 @@ class CudaBackend final : public Backend {
     // capture they decide which earlier operations it waits for.
     kernels::Poly in(const PolyArg& p) { return poly(p, false); }
     kernels::Poly out(const PolyArg& p) { return poly(p, true); }
-    // A workspace the operation writes (named by its host address or its device memory).
-    void uses(const void* workspace) { accesses.push_back(access_of(workspace, 1, true)); }
-    // The key-switching workspace: its users take turns, and during a capture
-    // operations that do not need them are kept off the lanes they end (heavy).
-    void uses_key_switch_work() {
-      uses(&ctx.work());
-      heavy = true;
-    }
+    // A key switch (heavy: during a capture it takes a key-switching lane,
+    // whose workspace it uses, and operations that do not need it are kept
+    // off the lanes it ends).
+    void uses_key_switch_work() { heavy = true; }
     // Runs `launches` (kernels on launch.stream) on the stream the device
     // runtime gives for the declared accesses (a capture lane, or its stream).
     template <class F>
     void issue(F&& launches) {
-      launch.stream = ctx.runtime()->stream_for(accesses, heavy);
+      const LaneStream placed = ctx.runtime()->stream_for(accesses, heavy);
+      launch.stream = placed.stream;
+      lane = placed.lane;
       launches();
       ctx.runtime()->operation_issued();
     }
+    // The key-switching workspace of the operation's lane (inside issue()).
+    const kernels::KeySwitchWork& work() const { return ctx.work(lane); }
 
     kernels::Poly poly(const PolyArg& p, bool write) {
       if (!p.buffer) throw BackendError(std::string("cuda ") + what + ": null buffer");
@@ -913,7 +915,7 @@ class CudaBackend final : public Backend {
     const u32* key32(const KeyArg& k) { return reinterpret_cast<const u32*>(key(k)); }
     cudaStream_t stream() const { return launch.stream; }
     u32 n() const { return launch.n; }
-    narrow::Site site() const { return {*narrow, launch.stream, launch.n}; }
+    narrow::Site site() const { return {*narrow, launch.stream, launch.n, heavy ? &narrow->workspace(lane) : nullptr}; }
     int level_of_limbs(int limbs) const {
       const int level = context.level_of_limbs(limbs);
       if (level < 0) {
@@ -952,6 +954,7 @@ class CudaBackend final : public Backend {
     const char* what;
     std::vector<MemoryAccess> accesses;
     bool heavy = false;
+    int lane = 0;  // the capture lane issue() placed it on (0 outside a capture)
   };
 
   std::shared_ptr<DeviceRuntime> runtime_;

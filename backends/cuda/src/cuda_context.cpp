@@ -215,30 +215,30 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
   const std::size_t bytes_per_limb = n * sizeof(u64);
   const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(key_limbs);
-  coefficients_ = DeviceAllocation(runtime_, q_limbs * bytes_per_limb);
-  extended_ = DeviceAllocation(runtime_, digits * slots * bytes_per_limb);
-  accumulators_ = DeviceAllocation(runtime_, 2 * slots * bytes_per_limb);
-  converted_ = DeviceAllocation(runtime_, 2 * q_limbs * bytes_per_limb);
+  auto limbs = [&](std::size_t count) -> u64* {
+    if (count == 0) return nullptr;
+    workspace_bytes_ += count * bytes_per_limb;
+    return workspace_.emplace_back(runtime_, count * bytes_per_limb).words();
+  };
   const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
-  if (product_limbs > 0) product_ = DeviceAllocation(runtime_, product_limbs * bytes_per_limb);
-  rescale_temp_ = DeviceAllocation(runtime_, 3 * bytes_per_limb);
-  workspace_bytes_ = (q_limbs + digits * slots + 2 * slots + 2 * q_limbs + product_limbs + 3) * bytes_per_limb;
-  work_ = {coefficients_.words(), extended_.words(), accumulators_.words(), converted_.words(), product_.words()};
-  for (int b = 0; b < DeviceRuntime::branches; ++b) {
-    kernels::KeySwitchWork w = work_;
-    w.accumulators = branch_buffers_.emplace_back(runtime_, 2 * slots * bytes_per_limb).words();
-    w.converted = branch_buffers_.emplace_back(runtime_, 2 * q_limbs * bytes_per_limb).words();
-    branch_work_.push_back(w);
-    workspace_bytes_ += (2 * slots + 2 * q_limbs) * bytes_per_limb;
+  for (int lane = 0; lane < DeviceRuntime::key_switch_lanes; ++lane) {
+    LaneWork& w = lanes_.emplace_back();
+    w.work = {limbs(q_limbs), limbs(digits * slots), limbs(2 * slots), limbs(2 * q_limbs), limbs(product_limbs)};
+    for (int b = 0; b < DeviceRuntime::branches; ++b) {
+      kernels::KeySwitchWork branch = w.work;
+      branch.accumulators = limbs(2 * slots);
+      branch.converted = limbs(2 * q_limbs);
+      w.branches.push_back(branch);
+    }
   }
+  for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(limbs(3));
   runtime_->synchronize();  // tables are in place before the first operation
 }
 
 CudaContext::~CudaContext() = default;
 
 bool CudaContext::hoisted_on_branches(const KeySwitchView& ks) const {
-  const auto slots = static_cast<std::size_t>(ks.level + 1 + ks.specials);
-  return slots * context_->ring_degree() <= hoisted_branch_words;
+  return static_cast<std::size_t>(ks.slots()) * context_->ring_degree() <= hoisted_branch_words;
 }
 
 kernels::Launch CudaContext::launch() const {

@@ -64,7 +64,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   const std::shared_ptr<DeviceRuntime>& runtime() const { return runtime_; }
 
   // Up to this ring degree multiply_relinearize is one fused call (its
-  // product a1 b1 in work().product); above it, the two calls (and no product).
+  // product a1 b1 in work(lane).product); above it, the two calls (and no product).
   // 2^15: at 2^16 the fused call measured slower than the two (574 us vs 570).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
   bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
@@ -79,12 +79,18 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   kernels::Launch launch() const;
   const KeySwitchView& key_switch(int level) const { return key_switch_.at(static_cast<std::size_t>(level)); }
   const RescaleView& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
-  const kernels::KeySwitchWork& work() const { return work_; }
-  // One workspace per runtime branch for a hoisted batch's rotations run
-  // side by side: own accumulators and converted limbs, ModUp's buffers
-  // shared (75 MB a branch at 2^16's top level).
-  const std::vector<kernels::KeySwitchWork>& branch_work() const { return branch_work_; }
-  u64* rescale_temp() const { return rescale_temp_.words(); }  // 3 x N
+  // The key-switching workspace of a key-switching lane (DeviceRuntime::
+  // key_switch_lanes; 0 outside a capture): the lane's stream order keeps
+  // it to one key switch at a time.
+  const kernels::KeySwitchWork& work(int lane) const { return lanes_.at(static_cast<std::size_t>(lane)).work; }
+  // One workspace per runtime branch of the lane, for a hoisted batch's
+  // rotations run side by side: own accumulators and converted limbs,
+  // ModUp's buffers shared (75 MB a branch at 2^16's top level).
+  const std::vector<kernels::KeySwitchWork>& branch_work(int lane) const {
+    return lanes_.at(static_cast<std::size_t>(lane)).branches;
+  }
+  // 3 x N words for a rescale on capture lane `lane` (any of CaptureLanes::count).
+  u64* rescale_temp(int lane) const { return rescale_temps_.at(static_cast<std::size_t>(lane)); }
   std::size_t table_bytes() const { return table_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
@@ -97,10 +103,13 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   NttTables ntt_{};
   std::vector<KeySwitchView> key_switch_;
   std::vector<RescaleView> rescale_;
-  DeviceAllocation coefficients_, extended_, accumulators_, converted_, product_, rescale_temp_;
-  kernels::KeySwitchWork work_{};
-  std::vector<DeviceAllocation> branch_buffers_;
-  std::vector<kernels::KeySwitchWork> branch_work_;
+  struct LaneWork {
+    kernels::KeySwitchWork work{};
+    std::vector<kernels::KeySwitchWork> branches;
+  };
+  std::vector<DeviceAllocation> workspace_;  // every buffer of lanes_ and rescale_temps_
+  std::vector<LaneWork> lanes_;
+  std::vector<u64*> rescale_temps_;
   std::size_t table_bytes_ = 0;
   std::size_t workspace_bytes_ = 0;
 };

@@ -74,7 +74,8 @@ DeviceRuntime::DeviceRuntime(int device) : device_(device) {
     check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
     for (std::size_t i = 0; i < sides_.size(); ++i) {
       kernels::SideStream& s = sides_[i];
-      check(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, i == 0 ? greatest : least),
+      const bool first_of_lane = i % (1 + branches) == 0;
+      check(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, first_of_lane ? greatest : least),
             "cudaStreamCreateWithPriority (side)");
       check(cudaEventCreateWithFlags(&s.fork_event, cudaEventDisableTiming), "cudaEventCreate (fork)");
       check(cudaEventCreateWithFlags(&s.join_event, cudaEventDisableTiming), "cudaEventCreate (join)");
@@ -330,10 +331,10 @@ bool DeviceRuntime::abort_capture() noexcept {
   return true;  // the arena goes with its last buffer
 }
 
-cudaStream_t DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses, bool heavy) {
-  if (!capturing()) return stream_;
+LaneStream DeviceRuntime::stream_for(std::span<const MemoryAccess> accesses, bool heavy) {
+  if (!capturing()) return {stream_, 0};
   std::lock_guard lock(capture_mutex_);
-  return capture_arena_ ? lanes_->schedule(accesses, heavy) : stream_;
+  return capture_arena_ ? lanes_->schedule(accesses, heavy) : LaneStream{stream_, 0};
 }
 
 void DeviceRuntime::operation_issued() {

@@ -55,11 +55,16 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   // they free instead of queueing behind the main stream's large grids
   // (graphs keep it: kernel nodes take their stream's priority in a
   // capture, and are instantiated with cudaGraphInstantiateFlagUseNodePriority).
-  const kernels::SideStream& side() const { return sides_[0]; }
+  // Each key-switching lane of a capture (CaptureLanes::heavy_count; lane 0
+  // outside one) has its own, so two lanes' key switches share no stream.
+  static constexpr int key_switch_lanes = CaptureLanes::heavy_count;
+  const kernels::SideStream& side(int lane) const { return sides_.at(first_side(lane)); }
   // Streams for independent chains of one operation (a hoisted batch's
-  // rotations), of the default priority: branch(i), i < branches.
+  // rotations), of the default priority: branch(lane, i), i < branches.
   static constexpr int branches = 4;
-  const kernels::SideStream& branch(int i) const { return sides_.at(static_cast<std::size_t>(1 + i)); }
+  const kernels::SideStream& branch(int lane, int i) const {
+    return sides_.at(first_side(lane) + 1 + static_cast<std::size_t>(i));
+  }
   // Makes this runtime's device current on the calling thread.
   void activate() const;
 
@@ -98,7 +103,7 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   // it depends on (capture_lanes.hpp), else the stream. operation_issued()
   // after its launches.
   // `heavy`: a key switch (LanePlanner::add).
-  cudaStream_t stream_for(std::span<const MemoryAccess> accesses, bool heavy = false);
+  LaneStream stream_for(std::span<const MemoryAccess> accesses, bool heavy = false);
   void operation_issued();
   // cudaStreamBeginCapture (relaxed mode) with a new arena. StateError when
   // a capture is already in progress.
@@ -131,7 +136,9 @@ class DeviceRuntime : public std::enable_shared_from_this<DeviceRuntime> {
   int device_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
-  std::array<kernels::SideStream, 1 + branches> sides_{};  // side(), then the branches
+  static std::size_t first_side(int lane) { return static_cast<std::size_t>(lane) * (1 + branches); }
+  // Per key-switching lane: side(lane), then its branches.
+  std::array<kernels::SideStream, key_switch_lanes*(1 + branches)> sides_{};
   std::unique_ptr<CaptureLanes> lanes_;
   cudaMemPool_t pool_ = nullptr;
   std::array<void*, 2> staging_{};

@@ -63,6 +63,8 @@ struct KeySwitchView {
   ConverterView mod_down;           // P -> Q_l
   const u64* p_inverse;             // [P^-1]_{q_i}, i <= l
   const u64* p_inverse_shoup;
+  // Limbs of the level's extended basis Q_l P.
+  int slots() const { return level + 1 + specials; }
 };
 
 // Rescale tables from level l to l - 1.

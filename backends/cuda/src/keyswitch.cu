@@ -503,8 +503,6 @@ void dispatch_from(int max_from, const Kernel& kernel) {
   }
 }
 
-int slots_of(const KeySwitchView& ks) { return ks.level + 1 + ks.specials; }
-
 }  // namespace
 
 namespace {
@@ -535,7 +533,7 @@ bool fused_inner_product(const Launch& l, const KeySwitchView& ks) {
 void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                     u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
-  const int slots = slots_of(ks);
+  const int slots = ks.slots();
   with_mod_up_input(l, work, d, limbs, galois_element, tensor,
                     [&](const auto& input) { ntt::inverse_tiles_only(l.tables, input, limbs, l.stream); });
   const ModUpColumns columns{work.coefficients, work.extended, ks.mod_up, l.tables.primes, l.n, slots,
@@ -548,7 +546,7 @@ void mod_up_columns(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
 void mod_up_convert(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d,
                     u32 galois_element, const Tensor* tensor) {
   const int limbs = ks.level + 1;
-  const int slots = slots_of(ks);
+  const int slots = ks.slots();
   with_mod_up_input(l, work, d, limbs, galois_element, tensor,
                     [&](const auto& input) { ntt::inverse(l.tables, input, limbs, l.stream); });
   const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(ks.digits));
@@ -564,13 +562,13 @@ void mod_up_convert(const Launch& l, const KeySwitchView& ks, const KeySwitchWor
 }
 
 ExtendedBatch extended_batch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work) {
-  return ExtendedBatch{work.extended, l.n, slots_of(ks), ks.level, l.max_level, ks.alpha};
+  return ExtendedBatch{work.extended, l.n, ks.slots(), ks.level, l.max_level, ks.alpha};
 }
 
 // The whole ModUp: the extended digits in NTT form.
 void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
                  const Tensor* tensor) {
-  const int count = ks.digits * slots_of(ks);
+  const int count = ks.digits * ks.slots();
   if (ks.alpha == 1 && ntt::fuse_columns(l.tables.log_n)) {
     // 3 launches: INTT tiles, (INTT columns, lift, NTT columns), NTT tiles.
     mod_up_columns(l, ks, work, d, galois_element, tensor);
@@ -585,7 +583,7 @@ void mod_up_full(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& 
 TileInnerProduct tile_inner_product_args(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
                                          const u64* d, const u64* key, u32 galois_element, int begin) {
   return {work.extended, d, key, work.accumulators, l.tables.primes, l.n, galois_element, l.tables.log_n,
-          ks.level, l.max_level, slots_of(ks), l.max_level + 1 + ks.specials, begin};
+          ks.level, l.max_level, ks.slots(), l.max_level + 1 + ks.specials, begin};
 }
 
 // Whether ModUp's forward tile pass and the inner product run as one kernel
@@ -601,7 +599,7 @@ void mod_up_to_tiles(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
                      u32 galois_element, const Tensor* tensor) {
   mod_up_convert(l, ks, work, d, galois_element, tensor);
   ntt::launch_columns_any(true, ntt::shape_for(l.tables.log_n).n1, l.tables, extended_batch(l, ks, work),
-                          ks.digits * slots_of(ks), l.stream);
+                          ks.digits * ks.slots(), l.stream);
 }
 
 // The forward tile pass of every digit and the inner product for slots
@@ -657,7 +655,7 @@ void tile_inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitc
 // X -> X^own_galois, unless the element is 0 (both nonzero: the same one).
 void inner_product(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, const u64* key,
                    u32 extended_galois, u32 own_galois, int begin, int count) {
-  const int slots = slots_of(ks);
+  const int slots = ks.slots();
   const int key_limbs = l.max_level + 1 + ks.specials;
   const dim3 grid(l.n / (2 * threads), static_cast<unsigned>(count));
   if (extended_galois != 0 && own_galois != 0 && extended_galois != own_galois) {
@@ -696,7 +694,7 @@ ModDownPath mod_down_path(const Launch& l, const KeySwitchView& ks) {
 // place), and where a separate kernel lifts them to Q_l, that kernel (into
 // work.converted).
 void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work) {
-  const int slots = slots_of(ks);
+  const int slots = ks.slots();
   const int limbs = ks.level + 1;
   const SpecialBatch special{work.accumulators, l.n, slots, ks.level, l.max_level, ks.specials};
   const ModDownPath path = mod_down_path(l, ks);
@@ -736,7 +734,7 @@ ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeyS
                       o.add0_galois,
                       l.n,
                       l.tables.log_n,
-                      slots_of(ks),
+                      ks.slots(),
                       ks.level + 1,
                       ks.p_inverse,
                       ks.p_inverse_shoup,

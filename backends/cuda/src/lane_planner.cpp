@@ -8,8 +8,12 @@
 
 namespace fhelium::cuda {
 
-LanePlanner::LanePlanner(int lanes) {
+LanePlanner::LanePlanner(int lanes, int heavy_lanes) : heavy_lanes_(heavy_lanes) {
   if (lanes < 1) throw InvalidArgumentError("LanePlanner: " + std::to_string(lanes) + " lanes, expected at least 1");
+  if (heavy_lanes < 1 || heavy_lanes > lanes) {
+    throw InvalidArgumentError("LanePlanner: " + std::to_string(heavy_lanes) + " heavy lanes, expected 1.." +
+                               std::to_string(lanes));
+  }
   tail_.assign(static_cast<std::size_t>(lanes), -1);
   tail_heavy_.assign(static_cast<std::size_t>(lanes), false);
 }
@@ -38,10 +42,12 @@ LanePlanner::Clock LanePlanner::needs(std::span<const MemoryAccess> accesses) co
 // Extends the chain of the latest dependency when it is its lane's last
 // operation; otherwise an unused lane, else the lane idle the longest (its
 // last operation is the oldest, the likeliest to have finished already),
-// preferring lanes that do not end in a heavy operation.
-int LanePlanner::choose_lane(const Clock& need) const {
+// preferring lanes that do not end in a heavy operation. A heavy operation
+// considers the heavy lanes only.
+int LanePlanner::choose_lane(const Clock& need, bool heavy) const {
+  const int candidates = heavy ? heavy_lanes_ : lanes();
   int best = -1;
-  for (int lane = 0; lane < lanes(); ++lane) {
+  for (int lane = 0; lane < candidates; ++lane) {
     const int n = need[static_cast<std::size_t>(lane)];
     if (n >= 0 && tail_[static_cast<std::size_t>(lane)] == n &&
         (best < 0 || n > need[static_cast<std::size_t>(best)])) {
@@ -51,7 +57,7 @@ int LanePlanner::choose_lane(const Clock& need) const {
   if (best >= 0) return best;
   int oldest = -1;
   int oldest_light = -1;
-  for (int lane = 0; lane < lanes(); ++lane) {
+  for (int lane = 0; lane < candidates; ++lane) {
     const int tail = tail_[static_cast<std::size_t>(lane)];
     if (tail < 0) return lane;  // unused
     if (oldest < 0 || tail < tail_[static_cast<std::size_t>(oldest)]) oldest = lane;
@@ -66,7 +72,7 @@ int LanePlanner::choose_lane(const Clock& need) const {
 LanePlan LanePlanner::add(std::span<const MemoryAccess> accesses, bool heavy) {
   const Clock need = needs(accesses);
   LanePlan plan;
-  plan.lane = choose_lane(need);
+  plan.lane = choose_lane(need, heavy);
   const auto lane = static_cast<std::size_t>(plan.lane);
   plan.fork = tail_[lane] < 0;
   // What is known finished when the operation starts: its lane's history,

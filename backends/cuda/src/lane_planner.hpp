@@ -18,7 +18,7 @@ namespace fhelium::cuda {
 
 // Bytes [begin, end) that an operation reads or writes. Host and device share
 // one address space (UVA), so a host object's address can stand for a
-// resource that no device buffer overlaps (a context's workspace).
+// resource that no device buffer overlaps.
 struct MemoryAccess {
   std::uintptr_t begin = 0;
   std::uintptr_t end = 0;
@@ -38,15 +38,19 @@ struct LanePlan {
 
 class LanePlanner {
  public:
-  explicit LanePlanner(int lanes);
+  // Heavy operations go to the first `heavy_lanes` lanes only: each of those
+  // lanes has its own key-switching workspace, which the lane's stream order
+  // keeps to one user at a time.
+  LanePlanner(int lanes, int heavy_lanes);
 
   int lanes() const { return static_cast<int>(tail_.size()); }
+  int heavy_lanes() const { return heavy_lanes_; }
   // A new capture: no operations, every lane unused.
   void reset();
   // Plans the next operation (its id will be operations()) and records it.
-  // A long operation (a key switch) is `heavy`: an operation that does not
-  // depend on it is not queued behind it while a lane ending in a light one
-  // is free.
+  // A long operation (a key switch) is `heavy`: it takes one of the heavy
+  // lanes, and an operation that does not depend on it is not queued behind
+  // it while a lane ending in a light one is free.
   LanePlan add(std::span<const MemoryAccess> accesses, bool heavy = false);
   int operations() const { return static_cast<int>(lane_of_.size()); }
   // Each lane's last operation (-1: unused): what the end of the capture waits for.
@@ -61,13 +65,14 @@ class LanePlanner {
 
   // The latest operation on each lane that an operation with `accesses` depends on (-1: none).
   Clock needs(std::span<const MemoryAccess> accesses) const;
-  int choose_lane(const Clock& need) const;
+  int choose_lane(const Clock& need, bool heavy) const;
 
   std::vector<Recorded> recorded_;
   std::vector<int> lane_of_;   // per operation
   std::vector<Clock> clock_;   // per operation: what has finished once it has
   std::vector<int> tail_;         // per lane
   std::vector<bool> tail_heavy_;  // per lane: whether its last operation is heavy
+  int heavy_lanes_;
 };
 
 }  // namespace fhelium::cuda

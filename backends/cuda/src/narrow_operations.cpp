@@ -32,7 +32,7 @@ void rescale(const Site& s, int level, Poly out, Poly a) {
   const int dropped = static_cast<int>(r.dropped.size());
   // The dropped limbs of every component to the coefficient domain; the
   // conversion multiplies them by A.
-  u32* lifted = t.lifted();
+  u32* lifted = s.work->lifted;
   if (r.dropped_contiguous) {
     copy_limbs(s.stream, s.n, {lifted, a.components, dropped}, a, r.dropped.front());
   } else {
@@ -43,7 +43,7 @@ void rescale(const Site& s, int level, Poly out, Poly a) {
     }
   }
   t.ntt().inverse(lifted, a.components * dropped, s.stream, r.dropped_primes, dropped);
-  u32* converted = t.converted();
+  u32* converted = s.work->converted;
   convert(s.stream, s.n, r.from_dropped, lifted, limb_words(s, dropped), converted, limb_words(s, out.limbs),
           a.components);
   // The converted limbs to the NTT domain, combined with a's on the way out:
@@ -68,13 +68,13 @@ void rescale(const Site& s, int level, Poly out, Poly a) {
 void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
   const Tables& t = s.tables;
   const KeySwitchTables& ks = t.key_switch(level);
-  u32* coefficients = t.coefficients();
+  u32* coefficients = s.work->coefficients;
   copy(s, coefficients, d, limb_words(s, ks.q_limbs));
   t.ntt().inverse(coefficients, ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs);
   if (galois_element != 0) {
-    galois_coefficients(s.stream, s.n, t.primes() + t.first(level), coefficients, t.rotated(), ks.q_limbs,
+    galois_coefficients(s.stream, s.n, t.primes() + t.first(level), coefficients, s.work->rotated, ks.q_limbs,
                         galois_element);
-    coefficients = t.rotated();
+    coefficients = s.work->rotated;
   }
   // Every digit's targets in one launch (or a few, for many digits), its own
   // limbs in one more, then one NTT over the targets of all of them.
@@ -83,7 +83,7 @@ void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
     conversion.digits = std::min(max_digits_per_launch, ks.digits - first);
     conversion.slots = ks.slots;
     conversion.in = coefficients;
-    conversion.out = t.extended() + limb_words(s, first * ks.slots);
+    conversion.out = s.work->extended + limb_words(s, first * ks.slots);
     for (int j = 0; j < conversion.digits; ++j) {
       const auto jj = static_cast<std::size_t>(first + j);
       conversion.converters[j] = ks.mod_up[jj];
@@ -92,25 +92,25 @@ void mod_up(const Site& s, int level, const u32* d, u32 galois_element) {
     convert_digits(s.stream, s.n, conversion);
   }
   // The digits' own limbs are d's, in the NTT domain (through X -> X^g).
-  OwnLimbs own{d, t.extended(), ks.digits, ks.slots, ks.max_own, {}, {}, galois_element};
+  OwnLimbs own{d, s.work->extended, ks.digits, ks.slots, ks.max_own, {}, {}, galois_element};
   for (int j = 0; j < ks.digits; ++j) {
     own.begin[j] = ks.digit_begin[static_cast<std::size_t>(j)];
     own.end[j] = ks.digit_end[static_cast<std::size_t>(j)];
   }
   own_limbs(s.stream, s.n, own);
   const int extended_limbs = ks.digits * ks.slots;
-  t.ntt().forward(t.extended(), extended_limbs, s.stream, ks.extended_primes, extended_limbs);
+  t.ntt().forward(s.work->extended, extended_limbs, s.stream, ks.extended_primes, extended_limbs);
 }
 
 void inner_product(const Site& s, int level, const u32* key, u32 galois_element) {
   const Tables& t = s.tables;
   const KeySwitchTables& ks = t.key_switch(level);
   InnerProduct p{};
-  p.extended = t.extended();
+  p.extended = s.work->extended;
   p.key = key;
   p.slot_primes = ks.slot_primes;
   p.primes = t.primes();
-  p.accumulators = t.accumulators();
+  p.accumulators = s.work->accumulators;
   p.digits = ks.digits;
   p.first_digit = ks.first_digit;
   p.slots = ks.slots;
@@ -128,12 +128,12 @@ void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_gal
   const KeySwitchTables& ks = t.key_switch(level);
   const int specials = ks.slots - ks.q_limbs;
   const std::size_t accumulator = limb_words(s, ks.slots);
-  u32* acc = t.accumulators();
+  u32* acc = s.work->accumulators;
   // Both accumulators' P limbs in one launch (the second's Q limbs between
   // them are skipped).
   t.ntt().inverse(acc + limb_words(s, ks.q_limbs), ks.slots + specials, s.stream, ks.accumulator_primes,
                   ks.slots + specials);
-  u32* converted = t.converted();
+  u32* converted = s.work->converted;
   const std::size_t q_words = limb_words(s, ks.q_limbs);
   convert(s.stream, s.n, ks.mod_down, acc + q_words, accumulator, converted, q_words, 2);
   // Their NTT, combined on the way out: out_c = (acc_c - converted_c) P^-1 + add_c.

@@ -13,6 +13,9 @@ struct Site {
   const Tables& tables;
   cudaStream_t stream;
   u32 n;
+  // The workspace of the operation's key-switching lane; null for an
+  // operation that is not a key switch (it may run on any capture lane).
+  const Tables::Workspace* work;
 };
 
 // out = a in the NTT (coefficient) domain; a and out at `level`.

@@ -239,12 +239,13 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
   const auto q = static_cast<std::size_t>(q_count);
   const auto slots = static_cast<std::size_t>(key_limbs);
   const auto digits = static_cast<std::size_t>(c.key_digits());
-  const std::vector<std::pair<DeviceAllocation*, std::size_t>> parts{
-      {&coefficients_, q},         {&rotated_, q},       {&extended_, digits * slots},
-      {&accumulators_, 2 * slots}, {&converted_, 3 * q}, {&lifted_, 3 * std::max<std::size_t>(max_dropped, 1)}};
-  for (const auto& [allocation, limbs] : parts) {
-    *allocation = DeviceAllocation(runtime, limbs * limb_bytes);
-    workspace_bytes_ += limbs * limb_bytes;
+  auto limbs = [&](std::size_t count) {
+    workspace_bytes_ += count * limb_bytes;
+    return reinterpret_cast<u32*>(workspace_buffers_.emplace_back(runtime, count * limb_bytes).words());
+  };
+  for (int lane = 0; lane < DeviceRuntime::key_switch_lanes; ++lane) {
+    workspaces_.push_back({limbs(q), limbs(q), limbs(digits * slots), limbs(2 * slots), limbs(3 * q),
+                           limbs(3 * std::max<std::size_t>(max_dropped, 1))});
   }
 }
 

@@ -68,20 +68,22 @@ class Tables {
   // Level 0's primes and Garner constants (ModRaise).
   const LevelZero& level_zero() const { return level_zero_; }
 
-  // Workspace for the top level (lower levels use a prefix of each part).
-  u32* coefficients() const { return words(coefficients_); }  // Q limbs
-  u32* rotated() const { return words(rotated_); }            // Q limbs
-  u32* extended() const { return words(extended_); }          // digits x key limbs
-  u32* accumulators() const { return words(accumulators_); }  // 2 x key limbs
-  u32* converted() const { return words(converted_); }        // 3 x Q limbs
-  u32* lifted() const { return words(lifted_); }              // 3 x the most limbs a rescale drops
+  // Workspace for the top level (lower levels use a prefix of each part),
+  // one per key-switching lane (CudaContext::work).
+  struct Workspace {
+    u32* coefficients;  // Q limbs
+    u32* rotated;       // Q limbs
+    u32* extended;      // digits x key limbs
+    u32* accumulators;  // 2 x key limbs
+    u32* converted;     // 3 x Q limbs
+    u32* lifted;        // 3 x the most limbs a rescale drops
+  };
+  const Workspace& workspace(int lane) const { return workspaces_.at(static_cast<std::size_t>(lane)); }
 
   std::size_t table_bytes() const { return table_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
-  static u32* words(const DeviceAllocation& a) { return reinterpret_cast<u32*>(a.words()); }
-
   int key_limbs_;
   std::unique_ptr<DeviceNtt32> ntt_;
   DeviceAllocation tables_;
@@ -91,7 +93,8 @@ class Tables {
   std::vector<KeySwitchTables> key_switch_;
   std::vector<RescaleTables> rescale_;
   LevelZero level_zero_{};
-  DeviceAllocation coefficients_, rotated_, extended_, accumulators_, converted_, lifted_;
+  std::vector<DeviceAllocation> workspace_buffers_;
+  std::vector<Workspace> workspaces_;
   std::size_t table_bytes_ = 0;
   std::size_t workspace_bytes_ = 0;
 };
