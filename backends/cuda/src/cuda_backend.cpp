@@ -6,10 +6,11 @@
 // Streams and events are CUDA streams (non-blocking) and events (no timing).
 // Capture records the runtime stream's work into a CUDA Graph (relaxed mode):
 // each operation declares what it reads and writes and goes to a capture
-// lane that waits only for the operations it depends on (capture_lanes.hpp). Buffers allocated meanwhile come from the capture's
-// arena (see device_runtime.hpp). An operation that fails during a capture
-// ends it and discards the partial graph, so the backend stays usable;
-// end_capture then reports the failure.
+// lane that waits only for the operations it depends on (capture_lanes.hpp).
+// Buffers allocated meanwhile come from the capture's arena (see
+// device_runtime.hpp). An operation that fails during a capture ends it and
+// discards the partial graph, so the backend stays usable; end_capture then
+// reports the failure.
 #include "fhelium/cuda/cuda_backend.hpp"
 
 #include <algorithm>
