@@ -16,9 +16,7 @@
 
 namespace fhelium::cuda {
 
-// Bytes [begin, end) that an operation reads or writes. Host and device share
-// one address space (UVA), so a host object's address can stand for a
-// resource that no device buffer overlaps.
+// Bytes [begin, end) of device memory that an operation reads or writes.
 struct MemoryAccess {
   std::uintptr_t begin = 0;
   std::uintptr_t end = 0;
@@ -44,7 +42,6 @@ class LanePlanner {
   LanePlanner(int lanes, int heavy_lanes);
 
   int lanes() const { return static_cast<int>(tail_.size()); }
-  int heavy_lanes() const { return heavy_lanes_; }
   // A new capture: no operations, every lane unused.
   void reset();
   // Plans the next operation (its id will be operations()) and records it.
