@@ -66,6 +66,15 @@ void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, 
   relinearize(c, out, tensor, key);
 }
 
+void Backend::multiply_relinearize_rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                           const PolyArg& b, const KeyArg& key) {
+  const std::size_t words = 2 * static_cast<std::size_t>(a.limbs) * c.context().ring_degree();
+  const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
+  const PolyArg relinearized{product.get(), 2, a.limbs};
+  multiply_relinearize(c, relinearized, a, b, key);
+  rescale(c, out, relinearized);
+}
+
 void Backend::sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                            std::span<const PolyArg> p) {
   check_sum_products(out, a, p);

@@ -702,7 +702,16 @@ Ciphertext Engine::to_coefficient(const Ciphertext& a) const {
 }
 
 Ciphertext Engine::multiply_relinearize_rescale(const Ciphertext& a, const Ciphertext& b, const RelinKey& key) const {
-  return rescale(multiply_relinearize(a, b, key));
+  constexpr const char* what = "multiply_relinearize_rescale";
+  ValueState s = multiply_state(what, a, b);
+  check_relin_key(key, what);
+  if (s.level == 0) state_error(what, "operands are at level 0, expected level >= 1", s, "level", ">= 1", "0");
+  s.components = 2;
+  s.scale = s.scale / context_->rescale_divisor(s.level);  // as rescale(multiply_relinearize(a, b))
+  s.level -= 1;
+  Ciphertext out = make_ciphertext(s);
+  backend_->multiply_relinearize_rescale(*prepared_, arg(out), arg(a), arg(b), arg(key));
+  return out;
 }
 
 }  // namespace fhelium

@@ -372,6 +372,10 @@ void RecordingBackend::multiply_relinearize(const BackendContext& c, const PolyA
                                             const PolyArg& b, const KeyArg& key) {
   issue([this, &c, out, a, b, key] { inner().multiply_relinearize(c, out, a, b, key); });
 }
+void RecordingBackend::multiply_relinearize_rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a,
+                                                    const PolyArg& b, const KeyArg& key) {
+  issue([this, &c, out, a, b, key] { inner().multiply_relinearize_rescale(c, out, a, b, key); });
+}
 void RecordingBackend::sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                                     std::span<const PolyArg> p) {
   issue([this, &c, out, terms = std::vector<PolyArg>(a.begin(), a.end()),

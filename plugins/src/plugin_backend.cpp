@@ -487,6 +487,18 @@ class PluginBackend final : public Backend {
     args.key = key(k);
     call(api.multiply_relinearize, "multiply_relinearize", args);
   }
+  void multiply_relinearize_rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                    const KeyArg& k) override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, multiply_relinearize_rescale) +
+                                            sizeof(api.multiply_relinearize_rescale);
+    if (!has || api.multiply_relinearize_rescale == nullptr) {
+      return Backend::multiply_relinearize_rescale(c, out, a, b, k);
+    }
+    FheliumOpArgs args = op(c, out, a, &b);
+    args.key = key(k);
+    call(api.multiply_relinearize_rescale, "multiply_relinearize_rescale", args);
+  }
   void sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                     std::span<const PolyArg> p) override {
     const FheliumBackendApi& api = instance_->api();

@@ -320,11 +320,16 @@ class PoisoningBackend final : public ForwardingBackend {
     return buffer;
   }
   // The backend's own versions (ForwardingBackend's defaults would run its
-  // multiply and relinearize, its multiply_plain and add, its multiply_constant
-  // and sum_products, its sum_products).
+  // multiply and relinearize, its multiply_relinearize and rescale, its
+  // multiply_plain and add, its multiply_constant and sum_products, its
+  // sum_products).
   void multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override {
     inner().multiply_relinearize(c, out, a, b, key);
+  }
+  void multiply_relinearize_rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                    const KeyArg& key) override {
+    inner().multiply_relinearize_rescale(c, out, a, b, key);
   }
   void sum_products(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                     std::span<const PolyArg> p) override {
@@ -1056,6 +1061,11 @@ std::vector<CaseDef> make_cases(int level) {
     direct("rescale(3 components)", [=](DirectCall& d, Side&, T t) {
       const auto a = d.input(t.product);
       d.backend().rescale(d.prepared(), d.output(with_state(t.product, 3, t.level - 1, Domain::ntt)), a);
+    });
+    direct("multiply_relinearize_rescale", [=](DirectCall& d, Side& s, T t) {
+      const auto a = d.input(t.ha), b = d.input(t.hb);
+      d.backend().multiply_relinearize_rescale(d.prepared(), d.output(with_state(t.ha, 2, t.level - 1, Domain::ntt)), a,
+                                               b, d.key(s.rk));
     });
   }
   if (level >= 2) {

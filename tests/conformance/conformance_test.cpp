@@ -68,6 +68,13 @@ class SkipMultiplyRelinearizeBackend final : public BrokenBackend {
                             const KeyArg&) override {}
 };
 
+// Never writes multiply_relinearize_rescale's output (multiply_relinearize and rescale are fine).
+class SkipMultiplyRelinearizeRescaleBackend final : public BrokenBackend {
+ public:
+  void multiply_relinearize_rescale(const BackendContext&, const PolyArg&, const PolyArg&, const PolyArg&,
+                                    const KeyArg&) override {}
+};
+
 // Never writes sum_products' output (multiply_plain and add are fine).
 class SkipSumProductsBackend final : public BrokenBackend {
  public:
@@ -187,6 +194,28 @@ TEST(Conformance, UnwrittenMultiplyRelinearizeOutputFails) {
   const auto* relinearize = find_case(results, "N4096/L3/K1/level3/relinearize");
   ASSERT_NE(relinearize, nullptr);
   EXPECT_TRUE(relinearize->passed) << relinearize->detail;
+}
+
+// Likewise multiply_relinearize_rescale: the Engine's reaches the backend's
+// own version, and so does a direct call; multiply_relinearize and rescale
+// alone pass.
+TEST(Conformance, UnwrittenMultiplyRelinearizeRescaleOutputFails) {
+  const auto results = run_conformance(std::make_shared<SkipMultiplyRelinearizeRescaleBackend>(), small_options());
+  const auto failed = failures(results);
+  ASSERT_FALSE(failed.empty());
+  for (const auto& r : failed) {
+    EXPECT_TRUE(contains(r.name, "multiply_relinearize_rescale")) << r.name << ": " << r.detail;
+  }
+  for (const char* name : {"multiply_relinearize_rescale", "direct:multiply_relinearize_rescale"}) {
+    const auto* c = find_case(results, std::string("N4096/L3/K1/level3/") + name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_FALSE(c->passed) << name;
+  }
+  for (const char* name : {"multiply_relinearize", "rescale"}) {
+    const auto* c = find_case(results, std::string("N4096/L3/K1/level3/") + name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_TRUE(c->passed) << name << ": " << c->detail;
+  }
 }
 
 // A backend that never writes one of the sum operations: only cases named

@@ -255,6 +255,8 @@ TEST_F(EngineErrors, MessageLongerThanSlots) {
 TEST_F(EngineErrors, RescaleAtLevelZero) {
   const auto bottom = f.encrypt(a, 0);
   expect_error<StateError>([&] { f.engine.rescale(bottom); }, {"level 0, expected level >= 1"});
+  expect_error<StateError>([&] { f.engine.multiply_relinearize_rescale(bottom, bottom, f.relin_key()); },
+                           {"multiply_relinearize_rescale", "level 0, expected level >= 1"});
   expect_error<StateError>([&] { f.engine.drop_to_level(low, 2); }, {"target level 2", "expected 0..1"});
 }
 

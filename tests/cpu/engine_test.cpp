@@ -100,6 +100,8 @@ TEST_P(EngineTest, MultiplyRelinearizeRescale) {
   EXPECT_LT(max_error(expected, f->decrypt(rescaled)), tolerance);
   const auto helper = f->engine.multiply_relinearize_rescale(ca, cb, rk);
   EXPECT_EQ(f->engine.download(helper).data, f->engine.download(rescaled).data);
+  EXPECT_EQ(helper.state.level, rescaled.state.level);
+  EXPECT_EQ(helper.state.scale, rescaled.state.scale);
   // The one-call form: the same residues and state as the two calls.
   const auto fused = f->engine.multiply_relinearize(ca, cb, rk);
   EXPECT_EQ(fused.state.components, 2);

@@ -27,6 +27,7 @@ extern "C" __attribute__((visibility("default"))) const FheliumBackendApi* fheli
     a.sum_products = past_the_table;
     a.sum_constant_products = past_the_table;
     a.sum_product_groups = past_the_table;
+    a.multiply_relinearize_rescale = past_the_table;
     a.extension_start = &device_info.base;
     return a;
   }();

@@ -368,6 +368,9 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   const Ciphertext fused = e.multiply_relinearize(a, a, e.upload_relinearization_key(relin));
   const RelinKey ref_rk = f.engine.upload_relinearization_key(relin);
   EXPECT_EQ(e.download(fused).data, f.engine.download(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk)).data);
+  // Nor multiply_relinearize_rescale (ABI 1.12): the host runs multiply_relinearize and rescale.
+  EXPECT_EQ(e.download(e.multiply_relinearize_rescale(a, a, e.upload_relinearization_key(relin))).data,
+            f.engine.download(f.engine.rescale(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk))).data);
   // Nor sum_products (ABI 1.9): the host runs multiply_plain and add.
   const HostValue plain = f.encoder.encode(f.random_message(1.0), 1, f.scale());
   const Plaintext p = e.upload_plaintext(plain), ref_p = f.engine.upload_plaintext(plain);

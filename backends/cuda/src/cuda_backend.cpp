@@ -555,6 +555,40 @@ class CudaBackend final : public Backend {
     });
   }
 
+  // Where the context fuses it (CudaContext::fuses_rescale), the product in
+  // a temporary, then one key switch whose ModDown takes the rescale: one
+  // forward NTT of the kept limbs instead of three transforms.
+  void multiply_relinearize_rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                    const KeyArg& key) override {
+    const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
+    if (!prepared || !prepared->fuses_rescale(a.limbs - 1)) {
+      return Backend::multiply_relinearize_rescale(bc, out, a, b, key);
+    }
+    const std::shared_ptr<Buffer> product =
+        allocate(3 * static_cast<std::size_t>(a.limbs) * bc.context().ring_degree() * sizeof(u64));
+    const PolyArg tensor{product.get(), 3, a.limbs};
+    multiply(bc, tensor, a, b);
+    guarded("multiply_relinearize_rescale", [&] {
+      Op op(*this, bc, "multiply_relinearize_rescale");
+      op.require_shape(out, 2, a.limbs - 1, "output");
+      const kernels::Poly in = op.in(tensor);
+      const kernels::Poly o = op.out(out);
+      const KeySwitchView& ks = op.key_switch(a.limbs - 1);
+      const u64* k = op.key(key);
+      op.uses_key_switch_work();
+      const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
+      const std::size_t rescaled = static_cast<std::size_t>(o.limbs) * op.launch.n;
+      op.issue([&] {
+        const kernels::RescaleAfter rescale{op.ctx.rescale(o.limbs), op.ctx.rescale_temp(op.lane)};
+        issue_as_graph(op, a.limbs, 0, [&] {
+          kernels::key_switch(op.launch, ks, op.work(), in.data + 2 * poly, 0, k,
+                              {o.data, in.data, 0, o.data + rescaled, in.data + poly}, runtime_->side(op.lane), nullptr,
+                              &rescale);
+        });
+      });
+    });
+  }
+
   // The 3-component product is never stored: (a0 b0, a0 b1 + a1 b0) goes
   // straight to `out`, then ModUp's first kernel computes a1 b1 as it loads
   // it (keeping a copy in the workspace for the inner product), and ModDown

@@ -241,6 +241,11 @@ bool CudaContext::hoisted_on_branches(const KeySwitchView& ks) const {
   return static_cast<std::size_t>(ks.slots()) * context_->ring_degree() <= hoisted_branch_words;
 }
 
+bool CudaContext::fuses_rescale(int level) const {
+  return !narrow_ && !fuses_multiply() && level >= 1 && level <= context_->max_level() &&
+         kernels::fuses_rescale(launch(), key_switch(level));
+}
+
 kernels::Launch CudaContext::launch() const {
   return {runtime_->stream(), ntt_, static_cast<u32>(context_->ring_degree()), context_->max_level()};
 }

@@ -68,6 +68,10 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // 2^15: at 2^16 the fused call measured slower than the two (574 us vs 570).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
   bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
+  // Whether multiply_relinearize_rescale at `level` is a multiply and one
+  // key switch whose ModDown takes the rescale (kernels::RescaleAfter):
+  // 64-bit words where multiply_relinearize is two calls.
+  bool fuses_rescale(int level) const;
   // A hoisted batch's rotations run on branches (branch_work) where a
   // level's key switch extends to at most this many words per polynomial
   // (slots x N): one rotation's latency-bound launches leave the GPU partly

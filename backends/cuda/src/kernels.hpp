@@ -115,14 +115,28 @@ struct KeySwitchOutput {
   const u64* add1;
 };
 
+// A rescale by q_l after a key switch at level l >= 1, fused into its
+// ModDown: out_c = rescale(ModDown(accumulator_c) + add_c), l limbs, the
+// residues of the two calls. add_c (l + 1 limbs) is not null, is read
+// without a permutation, and aliases no output. temp: 2 x n words.
+struct RescaleAfter {
+  RescaleView tables;  // of level l
+  u64* temp;
+};
+// Whether key_switch takes a RescaleAfter at ks's level: ModDown's general
+// path (several special primes, or degrees without a fused column pass).
+bool fuses_rescale(const Launch& l, const KeySwitchView& ks);
+
 // Key switching of d (level + 1 limbs, NTT domain, read through X -> X^g
 // unless galois_element is 0; with a tensor, d = a1 b1 and galois_element
-// 0): ModUp, the inner product with `key`, ModDown into `out`. The part
-// that needs only the P slots (their inner product, ModDown's transform of
-// them) runs on side.stream beside the Q slots' inner product, and is
-// joined before ModDown's final NTT.
+// 0): ModUp, the inner product with `key`, ModDown into `out` (and a
+// rescale with it, where `rescale` is not null). The part that needs only
+// the P slots (their inner product, ModDown's transform of them) runs on
+// side.stream beside the Q slots' inner product, and is joined before
+// ModDown's final NTT.
 void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
-                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor = nullptr);
+                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor = nullptr,
+                const RescaleAfter* rescale = nullptr);
 
 // A hoisted rotation's first half: d (NTT domain, level + 1 limbs) extended
 // to every digit's other primes, in NTT form (into work.extended).

@@ -488,6 +488,98 @@ struct ModDownLiftBatch : ModDownBatch {
   }
 };
 
+// ---- ModDown fused with a rescale by q_l ----
+// ModDown gives M_c = (acc_c - NTT(conv_c)) P^-1 + add_c, and the rescale
+// (rescale.cu) out_c[i] = (M_c[i] - NTT(s_c)[i]) q_l^-1 with s_c the
+// centered lift of INTT_l(M_c[l]) to q_i. The transforms are linear, so
+// M_c[i] - NTT(s_c)[i] = acc_c[i] P^-1 + add_c[i] - NTT(conv_c[i] P^-1 +
+// s_c[i]) and INTT_l(M_c[l]) = INTT_l(acc_c[l] P^-1 + add_c[l]) - conv_c[l]
+// P^-1: an inverse NTT of limb l and one forward NTT of the kept limbs,
+// instead of ModDown's NTT of every limb and the rescale's two, with the
+// same residues.
+
+// temp_c = INTT_l(acc_c[l] P^-1 + add_c[l]) - conv_c[l] P^-1 + floor(q_l / 2), b = c.
+struct RescaleDroppedBatch {
+  const u64* accumulators;
+  const u64* converted;
+  const u64* add0;
+  const u64* add1;
+  u64* temp;
+  u32 n;
+  int slots;
+  int last;  // l
+  u64 q_last;
+  const u64* p_inverse;
+  const u64* p_inverse_shoup;
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int) const { return last; }
+  __device__ u64 scaled(u64 x) const { return mul_shoup(x, p_inverse[last], p_inverse_shoup[last], q_last); }
+  __device__ u64 load(int b, u32 pos) const {
+    const u64 acc = accumulators[(static_cast<std::size_t>(b) * slots + last) * n + pos];
+    return add_mod(scaled(acc), (b == 0 ? add0 : add1)[static_cast<std::size_t>(last) * n + pos], q_last);
+  }
+  __device__ u64* inter(int b) const { return temp + static_cast<std::size_t>(b) * n; }
+  struct Aux {
+    u64 conv;
+  };
+  __device__ Aux fetch(int b, u32 pos) const {
+    return {converted[(static_cast<std::size_t>(b) * (last + 1) + last) * n + pos]};
+  }
+  __device__ void store(int b, u32 pos, u64 v, const Aux& a) const {
+    temp[static_cast<std::size_t>(b) * n + pos] = add_mod(sub_mod(v, scaled(a.conv), q_last), q_last >> 1, q_last);
+  }
+};
+
+// The NTT of conv_c[i] P^-1 + s_c[i] over the kept limbs (b = c x l + i, in
+// place in `converted`), out_c[i] = (acc_c[i] P^-1 + add_c[i] - v) q_l^-1 in its store.
+struct RescaleKeptBatch {
+  u64* converted;
+  const u64* accumulators;
+  const u64* temp;
+  u64* out0;
+  const u64* add0;
+  u64* out1;
+  const u64* add1;
+  u32 n;
+  int slots;
+  int kept;  // l
+  const u64* p_inverse;
+  const u64* p_inverse_shoup;
+  const DevPrime* primes;
+  RescaleView rescale;
+  ntt::TileRows rows{};
+  __device__ bool skip(int) const { return false; }
+  __device__ int prime(int b) const { return b % kept; }
+  __device__ std::size_t converted_at(int b) const {
+    return (static_cast<std::size_t>(b / kept) * (kept + 1) + b % kept) * n;
+  }
+  __device__ u64 load(int b, u32 pos) const {
+    const int i = b % kept;
+    const DevPrime& p = primes[i];
+    const u64 s = sub_mod(reduce64(temp[static_cast<std::size_t>(b / kept) * n + pos], p), rescale.half_last[i], p.value);
+    const u64 conv = mul_shoup(converted[converted_at(b) + pos], p_inverse[i], p_inverse_shoup[i], p.value);
+    return add_mod(conv, s, p.value);
+  }
+  __device__ u64* inter(int b) const { return converted + converted_at(b); }
+  struct Aux {
+    u64 acc;
+    u64 add;
+  };
+  __device__ Aux fetch(int b, u32 pos) const {
+    const int c = b / kept;
+    const int i = b % kept;
+    const std::size_t at = static_cast<std::size_t>(i) * n + pos;
+    return {accumulators[(static_cast<std::size_t>(c) * slots + i) * n + pos], (c == 0 ? add0 : add1)[at]};
+  }
+  __device__ void store(int b, u32 pos, u64 v, const Aux& a) const {
+    const int i = b % kept;
+    const u64 q = primes[i].value;
+    const u64 m = add_mod(mul_shoup(a.acc, p_inverse[i], p_inverse_shoup[i], q), a.add, q);
+    (b / kept == 0 ? out0 : out1)[static_cast<std::size_t>(i) * n + pos] =
+        mul_shoup(sub_mod(m, v, q), rescale.last_inverse[i], rescale.last_inverse_shoup[i], q);
+  }
+};
+
 template <class Kernel>
 void dispatch_from(int max_from, const Kernel& kernel) {
   if (max_from <= 2) {
@@ -742,6 +834,33 @@ ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeyS
                       {tile_rows_by_prime(2, ks.level + 1)}};
 }
 
+// ModDown with the rescale after mod_down_special (general path): the
+// inverse NTT of limb l, then the forward NTT of the kept limbs.
+void mod_down_rescale(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o,
+                      const RescaleAfter& r) {
+  const int kept = ks.level;
+  const RescaleDroppedBatch dropped{work.accumulators, work.converted, o.add0,         o.add1,
+                                    r.temp,           l.n,            ks.slots(),     kept,
+                                    r.tables.q_last,  ks.p_inverse,   ks.p_inverse_shoup};
+  ntt::inverse(l.tables, dropped, 2, l.stream);
+  const RescaleKeptBatch batch{work.converted,
+                               work.accumulators,
+                               r.temp,
+                               o.out0,
+                               o.add0,
+                               o.out1,
+                               o.add1,
+                               l.n,
+                               ks.slots(),
+                               kept,
+                               ks.p_inverse,
+                               ks.p_inverse_shoup,
+                               l.tables.primes,
+                               r.tables,
+                               {tile_rows_by_prime(2, kept)}};
+  ntt::forward(l.tables, batch, 2 * kept, l.stream);
+}
+
 // Whether ModDown's final NTT starts early: its column pass reads only the
 // converted P part, so it runs right after mod_down_special (on the side
 // stream, beside the Q slots' inner product), and only its tile pass, which
@@ -779,9 +898,10 @@ void mod_down_finish(const Launch& l, const KeySwitchView& ks, const KeySwitchWo
 // 60-bit P limbs alone is about 8 us) that the Q slots' inner product hides.
 template <class InnerProduct>
 void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
-                            const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product) {
+                            const KeySwitchOutput& out, const SideStream* side, InnerProduct&& inner_product,
+                            const RescaleAfter* rescale = nullptr) {
   const int q_slots = ks.level + 1;
-  const bool early_columns = early_mod_down_columns(l, ks);
+  const bool early_columns = rescale == nullptr && early_mod_down_columns(l, ks);
   auto special_part = [&](const Launch& at) {
     mod_down_special(at, ks, work);
     if (early_columns) ntt::forward_columns_only(at.tables, mod_down_batch(at, ks, work, out), 2 * q_slots, at.stream);
@@ -797,32 +917,56 @@ void inner_product_mod_down(const Launch& l, const KeySwitchView& ks, const KeyS
     inner_product(l, 0, q_slots + ks.specials);
     special_part(l);
   }
-  mod_down_finish(l, ks, work, out, early_columns);
+  if (rescale != nullptr) {
+    mod_down_rescale(l, ks, work, out, *rescale);
+  } else {
+    mod_down_finish(l, ks, work, out, early_columns);
+  }
 }
 }  // namespace
 
+bool fuses_rescale(const Launch& l, const KeySwitchView& ks) {
+  return ks.level >= 1 && mod_down_path(l, ks) == ModDownPath::general;
+}
+
 void key_switch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d, u32 galois_element,
-                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor) {
+                const u64* key, const KeySwitchOutput& out, const SideStream& side, const Tensor* tensor,
+                const RescaleAfter* rescale) {
+  if (rescale != nullptr && (!fuses_rescale(l, ks) || out.add0 == nullptr || out.add1 == nullptr ||
+                             out.add0_galois != 0 || out.add0 == out.out0 || out.add1 == out.out1)) {
+    throw_cuda_error(cudaErrorInvalidValue, "key switch with a fused rescale at level " + std::to_string(ks.level) +
+                                                ": expected ModDown's general path, both addends, no permutation "
+                                                "and no aliasing");
+  }
   // The inner product reads the digits' own limbs from d: a1 b1 as ModUp stored it.
   const u64* own = tensor != nullptr ? work.product : d;
   if (fused_inner_product(l, ks)) {
     mod_up_columns(l, ks, work, d, galois_element, tensor);
-    inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
-      tile_inner_product(at, ks, work, own, key, galois_element, begin, count);
-    });
+    inner_product_mod_down(
+        l, ks, work, out, &side,
+        [&](const Launch& at, int begin, int count) {
+          tile_inner_product(at, ks, work, own, key, galois_element, begin, count);
+        },
+        rescale);
     return;
   }
   if (digit_tile_inner_product(l)) {
     mod_up_to_tiles(l, ks, work, d, galois_element, tensor);
-    inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
-      digit_tiles_inner_product(at, ks, work, own, key, galois_element, begin, count);
-    });
+    inner_product_mod_down(
+        l, ks, work, out, &side,
+        [&](const Launch& at, int begin, int count) {
+          digit_tiles_inner_product(at, ks, work, own, key, galois_element, begin, count);
+        },
+        rescale);
     return;
   }
   mod_up_full(l, ks, work, d, galois_element, tensor);
-  inner_product_mod_down(l, ks, work, out, &side, [&](const Launch& at, int begin, int count) {
-    inner_product(at, ks, work, own, key, 0, galois_element, begin, count);
-  });
+  inner_product_mod_down(
+      l, ks, work, out, &side,
+      [&](const Launch& at, int begin, int count) {
+        inner_product(at, ks, work, own, key, 0, galois_element, begin, count);
+      },
+      rescale);
 }
 
 void mod_up(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const u64* d) {

@@ -31,7 +31,8 @@
  * level 0 itself for older ones; 1.9 appends sum_products to the table and
  * its operands (terms, plains, term_count) to FheliumOpArgs; 1.10 appends
  * sum_constant_products to the table; 1.11 appends sum_product_groups to the
- * table and group_ends to FheliumOpArgs.
+ * table and group_ends to FheliumOpArgs; 1.12 appends
+ * multiply_relinearize_rescale to the table.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -50,7 +51,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 11
+#define FHELIUM_ABI_MINOR 12
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -381,6 +382,10 @@ typedef struct FheliumBackendApi {
    * in one pass where the plugin fuses it (groups may share terms). NULL (or
    * an older table): the host runs sum_products per group. */
   FheliumOpFn sum_product_groups; /* outs, count, terms, plains, term_count, group_ends */
+  /* ABI 1.12: rescale(multiply_relinearize(a, b)) into out (one level below
+   * a's), fused where the plugin can. NULL (or an older table): the host runs
+   * multiply_relinearize and rescale. */
+  FheliumOpFn multiply_relinearize_rescale; /* a, b, key */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

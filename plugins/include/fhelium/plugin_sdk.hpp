@@ -301,6 +301,11 @@ struct Api {
       be.multiply_relinearize(c, poly(x.out), poly(x.a), poly(x.b), key(x.key));
     });
   }
+  static FheliumError* multiply_relinearize_rescale(FheliumOpArgs* a) {
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      be.multiply_relinearize_rescale(c, poly(x.out), poly(x.a), poly(x.b), key(x.key));
+    });
+  }
   static FheliumError* mod_raise(FheliumOpArgs* a) {
     return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
       be.mod_raise(c, poly(x.out), poly(x.a));
@@ -590,7 +595,8 @@ struct Api {
                                        &upload_filled,
                                        &sum_products,
                                        &sum_constant_products,
-                                       &sum_product_groups};
+                                       &sum_product_groups,
+                                       &multiply_relinearize_rescale};
     return &api;
   }
 };

@@ -241,6 +241,12 @@ class Backend {
   // product never stored). out may not alias a or b.
   virtual void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                     const KeyArg& key);
+  // rescale(multiply_relinearize(a, b)): out is at the level below a's and
+  // b's; the same residues as the calls. The default runs them through a
+  // temporary; a backend may fuse ModDown with the rescale (one forward NTT
+  // of the kept limbs instead of two). out may not alias a or b.
+  virtual void multiply_relinearize_rescale(const BackendContext&, const PolyArg& out, const PolyArg& a,
+                                            const PolyArg& b, const KeyArg& key);
   // (c0, c1) -> (g(c0), 0) + KeySwitch(g(c1)) for X -> X^g; NTT domain.
   virtual void rotate(const BackendContext&, const PolyArg& out, const PolyArg& a, std::uint32_t galois_element,
                       const KeyArg& key) = 0;

@@ -62,6 +62,8 @@ class RecordingBackend final : public ForwardingBackend {
   void mod_raise(const BackendContext&, const PolyArg& out, const PolyArg& a) override;
   void relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const KeyArg& key) override;
   // Recorded as one call, so the inner backend's own (fused) version replays.
+  void multiply_relinearize_rescale(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
+                                    const KeyArg& key) override;
   void multiply_relinearize(const BackendContext&, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                             const KeyArg& key) override;
   void sum_products(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
