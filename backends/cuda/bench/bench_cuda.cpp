@@ -29,8 +29,8 @@ namespace json = boost::json;
 // The operations bench_preset times, in its order (it checks that they agree).
 const std::vector<std::string> operation_names = {
     "add",         "multiply",             "multiply_plain",            "rescale", "ntt_forward_ciphertext",
-    "ntt_inverse_ciphertext", "relinearize", "multiply_relinearize", "multiply_then_relinearize", "rotate",
-    "rotate_hoisted_per_rotation"};
+    "ntt_inverse_ciphertext", "relinearize", "multiply_relinearize", "multiply_then_relinearize",
+    "multiply_relinearize_rescale", "multiply_relinearize_then_rescale", "rotate", "rotate_hoisted_per_rotation"};
 
 constexpr double bandwidth_bytes_per_second = 4.3e12;  // measured device-to-device copy on the H200
 
@@ -209,6 +209,8 @@ json::object bench_preset(const std::string& name, int at_level, int runs, int w
   const double key_bytes =
       static_cast<double>(digits_used) * 2.0 * (limbs + ctx.special_count()) * static_cast<double>(limb_bytes);
   const double pb = static_cast<double>(poly_bytes);
+  const double rescaled_bytes = 2 * pb * (limbs - 1) / limbs;
+  auto rescaled = [&](int i) { return PolyArg{S(i).out_rescaled.get(), 2, limbs - 1}; };
   struct Op {
     std::string name;
     double min_bytes;
@@ -220,8 +222,7 @@ json::object bench_preset(const std::string& name, int at_level, int runs, int w
       {"multiply", 7 * pb, 1, [&](int i) { backend->multiply(bc, {S(i).out3.get(), 3, limbs}, A(i), B(i)); }},
       {"multiply_plain", 5 * pb, 1,
        [&](int i) { backend->multiply_plain(bc, {S(i).out2.get(), 2, limbs}, A(i), {S(i).p.get(), 1, limbs}); }},
-      {"rescale", 2 * pb + 2 * pb * (limbs - 1) / limbs, 1,
-       [&](int i) { backend->rescale(bc, {S(i).out_rescaled.get(), 2, limbs - 1}, A(i)); }},
+      {"rescale", 2 * pb + rescaled_bytes, 1, [&](int i) { backend->rescale(bc, rescaled(i), A(i)); }},
       {"ntt_forward_ciphertext", 4 * pb, 1,
        [&](int i) { backend->to_ntt(bc, {S(i).out2.get(), 2, limbs}, {S(i).a_coeff.get(), 2, limbs}); }},
       {"ntt_inverse_ciphertext", 4 * pb, 1,
@@ -234,6 +235,13 @@ json::object bench_preset(const std::string& name, int at_level, int runs, int w
        [&](int i) {
          backend->multiply(bc, {S(i).out3.get(), 3, limbs}, A(i), B(i));
          backend->relinearize(bc, {S(i).out2.get(), 2, limbs}, {S(i).out3.get(), 3, limbs}, rk);
+       }},
+      {"multiply_relinearize_rescale", 4 * pb + rescaled_bytes + key_bytes, 1,
+       [&](int i) { backend->multiply_relinearize_rescale(bc, rescaled(i), A(i), B(i), rk); }},
+      {"multiply_relinearize_then_rescale", 4 * pb + rescaled_bytes + key_bytes, 1,
+       [&](int i) {
+         backend->multiply_relinearize(bc, {S(i).out2.get(), 2, limbs}, A(i), B(i), rk);
+         backend->rescale(bc, rescaled(i), {S(i).out2.get(), 2, limbs});
        }},
       {"rotate", 4 * pb + key_bytes, 1,
        [&](int i) { backend->rotate(bc, {S(i).out2.get(), 2, limbs}, A(i), elements[0], gk[0]); }},

@@ -557,33 +557,43 @@ class CudaBackend final : public Backend {
 
   // Where the context fuses it (CudaContext::fuses_rescale), the product in
   // a temporary, then one key switch whose ModDown takes the rescale: one
-  // forward NTT of the kept limbs instead of three transforms.
+  // forward NTT of the kept limbs instead of three transforms. Where
+  // multiply_relinearize never stores a1 b1 (fuses_multiply), the temporary
+  // holds the product's linear part only, as there.
   void multiply_relinearize_rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                     const KeyArg& key) override {
     const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
     if (!prepared || !prepared->fuses_rescale(a.limbs - 1)) {
       return Backend::multiply_relinearize_rescale(bc, out, a, b, key);
     }
+    const bool fused_product = prepared->fuses_multiply();
+    const int components = fused_product ? 2 : 3;
     const std::shared_ptr<Buffer> product =
-        allocate(3 * static_cast<std::size_t>(a.limbs) * bc.context().ring_degree() * sizeof(u64));
-    const PolyArg tensor{product.get(), 3, a.limbs};
-    multiply(bc, tensor, a, b);
+        allocate(static_cast<std::size_t>(components) * a.limbs * bc.context().ring_degree() * sizeof(u64));
+    const PolyArg stored{product.get(), components, a.limbs};
+    if (!fused_product) multiply(bc, stored, a, b);
     guarded("multiply_relinearize_rescale", [&] {
       Op op(*this, bc, "multiply_relinearize_rescale");
+      op.require_shape(a, 2, a.limbs, "first operand");
+      op.require_shape(b, 2, a.limbs, "second operand");
       op.require_shape(out, 2, a.limbs - 1, "output");
-      const kernels::Poly in = op.in(tensor);
+      const kernels::Poly pa = op.in(a);
+      const kernels::Poly pb = op.in(b);
+      const kernels::Poly product_part = fused_product ? op.out(stored) : op.in(stored);
       const kernels::Poly o = op.out(out);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
       op.uses_key_switch_work();
-      const std::size_t poly = static_cast<std::size_t>(in.limbs) * op.launch.n;
+      const std::size_t poly = static_cast<std::size_t>(a.limbs) * op.launch.n;
       const std::size_t rescaled = static_cast<std::size_t>(o.limbs) * op.launch.n;
+      const kernels::Tensor a1_b1{pa.data + poly, pb.data + poly};
       op.issue([&] {
         const kernels::RescaleAfter rescale{op.ctx.rescale(o.limbs), op.ctx.rescale_temp(op.lane)};
         issue_as_graph(op, a.limbs, 0, [&] {
-          kernels::key_switch(op.launch, ks, op.work(), in.data + 2 * poly, 0, k,
-                              {o.data, in.data, 0, o.data + rescaled, in.data + poly}, runtime_->side(op.lane), nullptr,
-                              &rescale);
+          if (fused_product) kernels::multiply_linear(op.launch, product_part, pa, pb);
+          kernels::key_switch(op.launch, ks, op.work(), fused_product ? nullptr : product_part.data + 2 * poly, 0, k,
+                              {o.data, product_part.data, 0, o.data + rescaled, product_part.data + poly},
+                              runtime_->side(op.lane), fused_product ? &a1_b1 : nullptr, &rescale);
         });
       });
     });

@@ -242,7 +242,7 @@ bool CudaContext::hoisted_on_branches(const KeySwitchView& ks) const {
 }
 
 bool CudaContext::fuses_rescale(int level) const {
-  return !narrow_ && !fuses_multiply() && level >= 1 && level <= context_->max_level() &&
+  return !narrow_ && level >= 1 && level <= context_->max_level() &&
          kernels::fuses_rescale(launch(), key_switch(level));
 }
 

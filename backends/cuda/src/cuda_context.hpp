@@ -70,7 +70,8 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
   // Whether multiply_relinearize_rescale at `level` is a multiply and one
   // key switch whose ModDown takes the rescale (kernels::RescaleAfter):
-  // 64-bit words where multiply_relinearize is two calls.
+  // 64-bit words where ModDown takes its general path (kernels::fuses_rescale:
+  // not the one-special-prime paths of 2^11..2^14).
   bool fuses_rescale(int level) const;
   // A hoisted batch's rotations run on branches (branch_work) where a
   // level's key switch extends to at most this many words per polynomial
