@@ -556,8 +556,9 @@ class CudaBackend final : public Backend {
   }
 
   // Where the context fuses it (CudaContext::fuses_rescale), the product in
-  // a temporary, then one key switch whose ModDown takes the rescale: one
-  // forward NTT of the kept limbs instead of three transforms. Where
+  // a temporary, then one key switch whose ModDown takes the rescale: an
+  // inverse NTT of the dropped limb and one forward NTT of the kept limbs
+  // instead of three transforms. Where
   // multiply_relinearize never stores a1 b1 (fuses_multiply), the temporary
   // holds the product's linear part only, as there.
   void multiply_relinearize_rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,

@@ -1,9 +1,10 @@
 // A Backend that forwards every operation to another one: the base for
 // decorators (poisoning, fault injection in tests, tracing) and for a new
 // backend written one operation at a time. multiply_relinearize,
-// sum_products, sum_constant_products and sum_product_groups are not
-// forwarded: their defaults call this->multiply and this->relinearize
-// (this->multiply_plain and this->add; this->multiply_constant and
+// multiply_relinearize_rescale, sum_products, sum_constant_products and
+// sum_product_groups are not forwarded: their defaults call this->multiply
+// and this->relinearize (this->multiply_relinearize and this->rescale;
+// this->multiply_plain and this->add; this->multiply_constant and
 // this->sum_products; this->sum_products), so a decorator's
 // overrides (buffers of its own, a replaced operation) see every part; a
 // decorator that only observes (recording, poisoning) forwards them to
