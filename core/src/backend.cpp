@@ -59,6 +59,7 @@ void Backend::begin_capture() {
 
 void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                    const KeyArg& key) {
+  check_product_operands(c.context(), "multiply_relinearize", out, a, b, false);
   const std::size_t words = 3 * static_cast<std::size_t>(a.limbs) * c.context().ring_degree();
   const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
   const PolyArg tensor{product.get(), 3, a.limbs};
@@ -68,6 +69,7 @@ void Backend::multiply_relinearize(const BackendContext& c, const PolyArg& out, 
 
 void Backend::multiply_relinearize_rescale(const BackendContext& c, const PolyArg& out, const PolyArg& a,
                                            const PolyArg& b, const KeyArg& key) {
+  check_product_operands(c.context(), "multiply_relinearize_rescale", out, a, b, true);
   const std::size_t words = 2 * static_cast<std::size_t>(a.limbs) * c.context().ring_degree();
   const std::shared_ptr<Buffer> product = allocate(words * stored_word_bytes(c.context().word_size()));
   const PolyArg relinearized{product.get(), 2, a.limbs};
@@ -190,6 +192,29 @@ void check_sum_product_groups(std::span<const PolyArg> outs, std::span<const Pol
   if (ends.back() != a.size()) {
     refuse("the last group ends at term " + std::to_string(ends.back()) + ", expected the term count " +
            std::to_string(a.size()));
+  }
+}
+
+void check_product_operands(const Context& context, const char* operation, const PolyArg& out, const PolyArg& a,
+                            const PolyArg& b, bool rescaled) {
+  const auto refuse = [&](const std::string& what) {
+    throw InvalidArgumentError(std::string(operation) + ": " + what);
+  };
+  const auto shape = [](const PolyArg& p) {
+    return std::to_string(p.components) + " components of " + std::to_string(p.limbs) + " limbs";
+  };
+  const int level = context.level_of_limbs(a.limbs);
+  if (a.components != 2 || level < 0) {
+    refuse("first operand has " + shape(a) + ", expected 2 components at a level of context " +
+           std::to_string(context.id()));
+  }
+  if (b.components != 2 || b.limbs != a.limbs) {
+    refuse("second operand has " + shape(b) + ", expected 2 components of " + std::to_string(a.limbs) + " limbs");
+  }
+  if (rescaled && level == 0) refuse("the operands are at level 0, expected a level above it to rescale from");
+  const int out_limbs = rescaled ? context.level_basis(level - 1).count : a.limbs;
+  if (out.components != 2 || out.limbs != out_limbs) {
+    refuse("output has " + shape(out) + ", expected 2 components of " + std::to_string(out_limbs) + " limbs");
   }
 }
 

@@ -196,6 +196,40 @@ TEST_F(EngineErrors, SumProductsShapes) {
   EXPECT_NO_THROW(check_sum_products(o, std::vector<PolyArg>{term, term}, std::vector<PolyArg>{p, p}));
 }
 
+// The shape rules of a relinearized product, which the defaults of
+// multiply_relinearize and multiply_relinearize_rescale (and the cuda
+// backend's own versions) apply before they read an operand.
+TEST_F(EngineErrors, ProductShapes) {
+  const Context& c = *f.context;
+  const auto x = f.engine.backend().allocate(8);
+  const PolyArg top_limbs{x.get(), 2, 4}, below{x.get(), 2, 3}, bottom{x.get(), 2, 1};
+  const auto refused = [&](const PolyArg& out, const PolyArg& first, const PolyArg& second, bool rescaled,
+                           std::initializer_list<const char*> fragments) {
+    expect_error<InvalidArgumentError>([&] { check_product_operands(c, "product", out, first, second, rescaled); },
+                                       fragments);
+  };
+  refused(top_limbs, PolyArg{x.get(), 3, 4}, top_limbs, false,
+          {"product: first operand has 3 components of 4 limbs, expected 2 components at a level of context"});
+  refused(top_limbs, PolyArg{x.get(), 2, 9}, top_limbs, false, {"first operand has 2 components of 9 limbs"});
+  refused(top_limbs, top_limbs, below, false,
+          {"second operand has 2 components of 3 limbs, expected 2 components of 4 limbs"});
+  refused(below, top_limbs, top_limbs, false, {"output has 2 components of 3 limbs, expected 2 components of 4 limbs"});
+  refused(top_limbs, top_limbs, top_limbs, true,
+          {"output has 2 components of 4 limbs, expected 2 components of 3 limbs"});
+  refused(bottom, bottom, bottom, true, {"the operands are at level 0"});
+  EXPECT_NO_THROW(check_product_operands(c, "product", below, top_limbs, top_limbs, true));
+  EXPECT_NO_THROW(check_product_operands(c, "product", top_limbs, top_limbs, top_limbs, false));
+  // The backend's default runs the check before it allocates or reads.
+  const auto prepared = f.engine.backend().prepare(f.context);
+  const KeyArg key{x.get(), 1};
+  expect_error<InvalidArgumentError>(
+      [&] { f.engine.backend().multiply_relinearize_rescale(*prepared, below, top_limbs, below, key); },
+      {"multiply_relinearize_rescale", "second operand has 2 components of 3 limbs"});
+  expect_error<InvalidArgumentError>(
+      [&] { f.engine.backend().multiply_relinearize(*prepared, below, top_limbs, top_limbs, key); },
+      {"multiply_relinearize", "output has 2 components of 3 limbs"});
+}
+
 TEST_F(EngineErrors, MismatchedContexts) {
   Fixture g(small_params(12, 3), 9);
   const auto foreign = g.encrypt(a);

@@ -255,6 +255,14 @@ class Backend {
                               std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) = 0;
 };
 
+// The shapes of a product that is relinearized (multiply_relinearize,
+// rescaled: multiply_relinearize_rescale; their defaults, and a backend's own
+// version, call it before anything runs): a and b of 2 components at one
+// level of the context, out of 2 components at that level (rescaled: the
+// level below). InvalidArgumentError naming what differs.
+void check_product_operands(const Context&, const char* operation, const PolyArg& out, const PolyArg& a,
+                            const PolyArg& b, bool rescaled);
+
 // Backend::sum_products's rules on its operands' shapes (a backend's own
 // version calls it first): InvalidArgumentError naming what differs.
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p);
