@@ -423,24 +423,37 @@ __global__ void __launch_bounds__(threads)
   });
 }
 
-// NTT of the converted limbs (b = poly x (l + 1) + i) with the final step in its store:
-// out_poly[i] = (acc_poly[i] - conv) * P^-1 + add_poly[i] (add_poly may be
-// out_poly: each word is read before it is written, by the same thread).
-struct ModDownBatch {
+// What ModDown's last step reads and writes, shared by its batches: the
+// P part converted to Q (`converted`, poly c's limb i at c x (l + 1) + i),
+// the accumulators (slots per poly), and out_c = ... + add_c.
+struct ModDownOperands {
   u64* converted;
   const u64* accumulators;
   u64* out0;
   const u64* add0;
   u64* out1;
   const u64* add1;
-  u32 add0_galois;
   u32 n;
-  int log_n;
   int slots;
-  int limbs;    // l + 1
   const u64* p_inverse;
   const u64* p_inverse_shoup;
   const DevPrime* primes;
+  __device__ u64 accumulator(int c, int i, u32 pos) const {
+    return accumulators[(static_cast<std::size_t>(c) * slots + i) * n + pos];
+  }
+  // x P^-1 modulo q = q_i.
+  __device__ u64 times_p_inverse(u64 x, int i, u64 q) const { return mul_shoup(x, p_inverse[i], p_inverse_shoup[i], q); }
+  __device__ u64* out(int c) const { return c == 0 ? out0 : out1; }
+  __device__ const u64* add(int c) const { return c == 0 ? add0 : add1; }
+};
+
+// NTT of the converted limbs (b = poly x (l + 1) + i) with the final step in its store:
+// out_poly[i] = (acc_poly[i] - conv) * P^-1 + add_poly[i] (add_poly may be
+// out_poly: each word is read before it is written, by the same thread).
+struct ModDownBatch : ModDownOperands {
+  u32 add0_galois;
+  int log_n;
+  int limbs;  // l + 1
   ntt::TileRows rows{};
   __device__ bool skip(int) const { return false; }
   __device__ int prime(int b) const { return b % limbs; }
@@ -454,7 +467,7 @@ struct ModDownBatch {
     const int poly = b / limbs;
     const int i = b % limbs;
     const std::size_t at = static_cast<std::size_t>(i) * n;
-    Aux a{accumulators[(static_cast<std::size_t>(poly) * slots + i) * n + pos], 0};
+    Aux a{accumulator(poly, i, pos), 0};
     if (poly == 0) {
       if (add0) a.add = add0[at + (add0_galois == 0 ? pos : automorphism_index(pos, add0_galois, log_n))];
     } else if (add1) {
@@ -466,9 +479,9 @@ struct ModDownBatch {
     const int poly = b / limbs;
     const int i = b % limbs;
     const u64 q = primes[i].value;
-    u64 r = mul_shoup(sub_mod(a.acc, v, q), p_inverse[i], p_inverse_shoup[i], q);
+    u64 r = times_p_inverse(sub_mod(a.acc, v, q), i, q);
     r = add_mod(r, a.add, q);  // a.add is 0 when there is nothing to add
-    (poly == 0 ? out0 : out1)[static_cast<std::size_t>(i) * n + pos] = r;
+    out(poly)[static_cast<std::size_t>(i) * n + pos] = r;
   }
 };
 
@@ -499,24 +512,15 @@ struct ModDownLiftBatch : ModDownBatch {
 // same residues.
 
 // temp_c = INTT_l(acc_c[l] P^-1 + add_c[l]) - conv_c[l] P^-1 + floor(q_l / 2), b = c.
-struct RescaleDroppedBatch {
-  const u64* accumulators;
-  const u64* converted;
-  const u64* add0;
-  const u64* add1;
+struct RescaleDroppedBatch : ModDownOperands {
   u64* temp;
-  u32 n;
-  int slots;
   int last;  // l
   u64 q_last;
-  const u64* p_inverse;
-  const u64* p_inverse_shoup;
   __device__ bool skip(int) const { return false; }
   __device__ int prime(int) const { return last; }
-  __device__ u64 scaled(u64 x) const { return mul_shoup(x, p_inverse[last], p_inverse_shoup[last], q_last); }
+  __device__ u64 scaled(u64 x) const { return times_p_inverse(x, last, q_last); }
   __device__ u64 load(int b, u32 pos) const {
-    const u64 acc = accumulators[(static_cast<std::size_t>(b) * slots + last) * n + pos];
-    return add_mod(scaled(acc), (b == 0 ? add0 : add1)[static_cast<std::size_t>(last) * n + pos], q_last);
+    return add_mod(scaled(accumulator(b, last, pos)), add(b)[static_cast<std::size_t>(last) * n + pos], q_last);
   }
   __device__ u64* inter(int b) const { return temp + static_cast<std::size_t>(b) * n; }
   struct Aux {
@@ -532,20 +536,9 @@ struct RescaleDroppedBatch {
 
 // The NTT of conv_c[i] P^-1 + s_c[i] over the kept limbs (b = c x l + i, in
 // place in `converted`), out_c[i] = (acc_c[i] P^-1 + add_c[i] - v) q_l^-1 in its store.
-struct RescaleKeptBatch {
-  u64* converted;
-  const u64* accumulators;
+struct RescaleKeptBatch : ModDownOperands {
   const u64* temp;
-  u64* out0;
-  const u64* add0;
-  u64* out1;
-  const u64* add1;
-  u32 n;
-  int slots;
   int kept;  // l
-  const u64* p_inverse;
-  const u64* p_inverse_shoup;
-  const DevPrime* primes;
   RescaleView rescale;
   ntt::TileRows rows{};
   __device__ bool skip(int) const { return false; }
@@ -557,7 +550,7 @@ struct RescaleKeptBatch {
     const int i = b % kept;
     const DevPrime& p = primes[i];
     const u64 s = sub_mod(reduce64(temp[static_cast<std::size_t>(b / kept) * n + pos], p), rescale.half_last[i], p.value);
-    const u64 conv = mul_shoup(converted[converted_at(b) + pos], p_inverse[i], p_inverse_shoup[i], p.value);
+    const u64 conv = times_p_inverse(converted[converted_at(b) + pos], i, p.value);
     return add_mod(conv, s, p.value);
   }
   __device__ u64* inter(int b) const { return converted + converted_at(b); }
@@ -568,14 +561,13 @@ struct RescaleKeptBatch {
   __device__ Aux fetch(int b, u32 pos) const {
     const int c = b / kept;
     const int i = b % kept;
-    const std::size_t at = static_cast<std::size_t>(i) * n + pos;
-    return {accumulators[(static_cast<std::size_t>(c) * slots + i) * n + pos], (c == 0 ? add0 : add1)[at]};
+    return {accumulator(c, i, pos), add(c)[static_cast<std::size_t>(i) * n + pos]};
   }
   __device__ void store(int b, u32 pos, u64 v, const Aux& a) const {
     const int i = b % kept;
     const u64 q = primes[i].value;
-    const u64 m = add_mod(mul_shoup(a.acc, p_inverse[i], p_inverse_shoup[i], q), a.add, q);
-    (b / kept == 0 ? out0 : out1)[static_cast<std::size_t>(i) * n + pos] =
+    const u64 m = add_mod(times_p_inverse(a.acc, i, q), a.add, q);
+    out(b / kept)[static_cast<std::size_t>(i) * n + pos] =
         mul_shoup(sub_mod(m, v, q), rescale.last_inverse[i], rescale.last_inverse_shoup[i], q);
   }
 };
@@ -813,25 +805,19 @@ void mod_down_special(const Launch& l, const KeySwitchView& ks, const KeySwitchW
   }
 }
 
+ModDownOperands mod_down_operands(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
+                                  const KeySwitchOutput& o) {
+  return {work.converted, work.accumulators, o.out0,         o.add0,           o.out1,
+          o.add1,         l.n,               ks.slots(),     ks.p_inverse,     ks.p_inverse_shoup,
+          l.tables.primes};
+}
+
 // The batch of ModDown's final NTT: the lifted P part, with
 // out_c = (acc_c - conv_c) P^-1 + add_c in its store.
 ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work,
                             const KeySwitchOutput& o) {
-  return ModDownBatch{work.converted,
-                      work.accumulators,
-                      o.out0,
-                      o.add0,
-                      o.out1,
-                      o.add1,
-                      o.add0_galois,
-                      l.n,
-                      l.tables.log_n,
-                      ks.slots(),
-                      ks.level + 1,
-                      ks.p_inverse,
-                      ks.p_inverse_shoup,
-                      l.tables.primes,
-                      {tile_rows_by_prime(2, ks.level + 1)}};
+  return {mod_down_operands(l, ks, work, o), o.add0_galois, l.tables.log_n, ks.level + 1,
+          ntt::TileRows{tile_rows_by_prime(2, ks.level + 1)}};
 }
 
 // ModDown with the rescale after mod_down_special (general path): the
@@ -839,25 +825,10 @@ ModDownBatch mod_down_batch(const Launch& l, const KeySwitchView& ks, const KeyS
 void mod_down_rescale(const Launch& l, const KeySwitchView& ks, const KeySwitchWork& work, const KeySwitchOutput& o,
                       const RescaleAfter& r) {
   const int kept = ks.level;
-  const RescaleDroppedBatch dropped{work.accumulators, work.converted, o.add0,         o.add1,
-                                    r.temp,           l.n,            ks.slots(),     kept,
-                                    r.tables.q_last,  ks.p_inverse,   ks.p_inverse_shoup};
+  const ModDownOperands operands = mod_down_operands(l, ks, work, o);
+  const RescaleDroppedBatch dropped{operands, r.temp, kept, r.tables.q_last};
   ntt::inverse(l.tables, dropped, 2, l.stream);
-  const RescaleKeptBatch batch{work.converted,
-                               work.accumulators,
-                               r.temp,
-                               o.out0,
-                               o.add0,
-                               o.out1,
-                               o.add1,
-                               l.n,
-                               ks.slots(),
-                               kept,
-                               ks.p_inverse,
-                               ks.p_inverse_shoup,
-                               l.tables.primes,
-                               r.tables,
-                               {tile_rows_by_prime(2, kept)}};
+  const RescaleKeptBatch batch{operands, r.temp, kept, r.tables, ntt::TileRows{tile_rows_by_prime(2, kept)}};
   ntt::forward(l.tables, batch, 2 * kept, l.stream);
 }
 
