@@ -4,6 +4,7 @@
 // when no CUDA device is present (CI has none).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -127,6 +128,49 @@ TEST(CudaBackendErrors, KeySwitchShapesAreRefusedByName) {
                   {"rotate", "output of 2 components and 2 limbs, expected 2 components of 3 limbs"});
   EXPECT_NO_THROW(gpu.add(ctx, result, two, two));
   EXPECT_NO_THROW(gpu.synchronize());
+}
+
+// A product refuses operands of the wrong shape before any kernel reads them
+// (a short operand would be read past its end): multiply on its own, and
+// multiply_relinearize_rescale on the backend's default path (one special
+// prime at 2^12) and on the fused one (two special primes: ModDown's general
+// path). The backend stays usable, and the outputs keep their poison.
+TEST(CudaBackendErrors, ProductShapesAreRefusedBeforeAnyKernel) {
+  REQUIRE_GPU();
+  for (const int specials : {1, 2}) {
+    SCOPED_TRACE("special primes: " + std::to_string(specials));
+    World w(small_params(12, 2, specials), 43);
+    constexpr int limbs = 3;
+    Backend& gpu = *w.gpu_backend;
+    const BackendContext& ctx = *w.gpu_ctx;
+    const auto in = w.poisoned(w.words(2, limbs));
+    const auto out = w.poisoned(w.words(3, limbs));
+    const PolyArg two{in.get(), 2, limbs};
+    const PolyArg fewer{in.get(), 2, limbs - 1};
+    const PolyArg product{out.get(), 3, limbs};
+    const PolyArg rescaled{out.get(), 2, limbs - 1};
+    const KeyArg rk{w.gpu_rk.buffer.get(), w.gpu_rk.digits};
+    expect_contains(error_of<BackendError>([&] { gpu.multiply(ctx, product, two, fewer); }),
+                    {"cuda multiply", "second operand of 2 components and 2 limbs, expected 2 components of 3 limbs"});
+    expect_contains(error_of<BackendError>([&] { gpu.multiply(ctx, product, fewer, two); }),
+                    {"cuda multiply", "first operand of 2 components and 2 limbs"});
+    expect_contains(
+        error_of<InvalidArgumentError>([&] { gpu.multiply_relinearize_rescale(ctx, rescaled, two, fewer, rk); }),
+        {"multiply_relinearize_rescale",
+         "second operand has 2 components of 2 limbs, expected 2 components of 3 limbs"});
+    expect_contains(
+        error_of<InvalidArgumentError>([&] { gpu.multiply_relinearize_rescale(ctx, two, two, two, rk); }),
+        {"multiply_relinearize_rescale", "output has 2 components of 3 limbs, expected 2 components of 2 limbs"});
+    const PolyArg bottom{in.get(), 2, 1};
+    expect_contains(
+        error_of<InvalidArgumentError>([&] { gpu.multiply_relinearize_rescale(ctx, bottom, bottom, bottom, rk); }),
+        {"multiply_relinearize_rescale", "level 0"});
+    std::vector<u64> words(w.words(3, limbs));
+    gpu.download(*out, words.data(), words.size() * sizeof(u64));
+    EXPECT_TRUE(std::all_of(words.begin(), words.end(), [](u64 x) { return x == poison; }));
+    EXPECT_NO_THROW(gpu.multiply(ctx, product, two, two));
+    EXPECT_NO_THROW(gpu.synchronize());
+  }
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ std::vector<Ciphertext> schedule(const Engine& e, const Ciphertext& a, const Cip
     scaled = e.rescale(relin);
   }
   out.push_back(scaled);
+  out.push_back(e.multiply_relinearize(a, b, rk));
+  out.push_back(e.multiply_relinearize_rescale(a, b, rk));  // fused on cuda where ModDown takes its general path
   out.push_back(e.rotate(scaled, 1, gk));
   for (Ciphertext& r : e.rotate_hoisted(scaled, steps, gk)) out.push_back(std::move(r));
   Ciphertext acc = e.add_scalar(a, 0.25);

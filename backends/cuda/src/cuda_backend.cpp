@@ -438,11 +438,11 @@ class CudaBackend final : public Backend {
   void multiply(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b) override {
     guarded("multiply", [&] {
       Op op(*this, bc, "multiply");
+      op.require_shape(out, 3, out.limbs, "output");
+      op.require_shape(a, 2, out.limbs, "first operand");
+      op.require_shape(b, 2, out.limbs, "second operand");
       const kernels::Poly o = op.out(out), x = op.in(a), y = op.in(b);
       if (op.narrow) {
-        op.require_shape(out, 3, out.limbs, "output");
-        op.require_shape(a, 2, out.limbs, "first operand");
-        op.require_shape(b, 2, out.limbs, "second operand");
         const narrow::Prime* primes = op.primes(out);
         return op.issue([&] { narrow::multiply(op.stream(), op.n(), primes, op.n32(o), op.n32(x), op.n32(y)); });
       }
@@ -560,27 +560,26 @@ class CudaBackend final : public Backend {
   // inverse NTT of the dropped limb and one forward NTT of the kept limbs
   // instead of three transforms. Where
   // multiply_relinearize never stores a1 b1 (fuses_multiply), the temporary
-  // holds the product's linear part only, as there.
+  // holds the product's linear part only, as there. Shapes are checked
+  // before any kernel reads an operand.
   void multiply_relinearize_rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                     const KeyArg& key) override {
     const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
     if (!prepared || !prepared->fuses_rescale(a.limbs - 1)) {
       return Backend::multiply_relinearize_rescale(bc, out, a, b, key);
     }
+    guarded("multiply_relinearize_rescale",
+            [&] { check_product_operands(bc.context(), "cuda multiply_relinearize_rescale", out, a, b, true); });
     const bool fused_product = prepared->fuses_multiply();
     const int components = fused_product ? 2 : 3;
     const std::shared_ptr<Buffer> product =
         allocate(static_cast<std::size_t>(components) * a.limbs * bc.context().ring_degree() * sizeof(u64));
     const PolyArg stored{product.get(), components, a.limbs};
-    if (!fused_product) multiply(bc, stored, a, b);
     guarded("multiply_relinearize_rescale", [&] {
       Op op(*this, bc, "multiply_relinearize_rescale");
-      op.require_shape(a, 2, a.limbs, "first operand");
-      op.require_shape(b, 2, a.limbs, "second operand");
-      op.require_shape(out, 2, a.limbs - 1, "output");
       const kernels::Poly pa = op.in(a);
       const kernels::Poly pb = op.in(b);
-      const kernels::Poly product_part = fused_product ? op.out(stored) : op.in(stored);
+      const kernels::Poly product_part = op.out(stored);
       const kernels::Poly o = op.out(out);
       const KeySwitchView& ks = op.key_switch(a.limbs - 1);
       const u64* k = op.key(key);
@@ -591,7 +590,11 @@ class CudaBackend final : public Backend {
       op.issue([&] {
         const kernels::RescaleAfter rescale{op.ctx.rescale(o.limbs), op.ctx.rescale_temp(op.lane)};
         issue_as_graph(op, a.limbs, 0, [&] {
-          if (fused_product) kernels::multiply_linear(op.launch, product_part, pa, pb);
+          if (fused_product) {
+            kernels::multiply_linear(op.launch, product_part, pa, pb);
+          } else {
+            kernels::multiply(op.launch, product_part, pa, pb);
+          }
           kernels::key_switch(op.launch, ks, op.work(), fused_product ? nullptr : product_part.data + 2 * poly, 0, k,
                               {o.data, product_part.data, 0, o.data + rescaled, product_part.data + poly},
                               runtime_->side(op.lane), fused_product ? &a1_b1 : nullptr, &rescale);
