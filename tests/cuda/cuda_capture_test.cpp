@@ -141,6 +141,42 @@ TEST(CudaCapture, ReplayedScheduleMatchesEagerCudaAndCpuBitForBit) {
   expect_replays_bit_for_bit(small_params(12, 4, 2), 7);
 }
 
+// A context used only eagerly holds one key-switching lane's workspace; the
+// first capture adds the other lanes' before it starts, later ones nothing.
+// Both word families.
+TEST(CudaCapture, CaptureLanesAreAllocatedWhenTheFirstCaptureBegins) {
+  REQUIRE_GPU();
+  for (const CkksParameters& params : {small_params(12, 4, 2), small_int32_params(12)}) {
+    SCOPED_TRACE("word bits: " + std::to_string(params.word_size == WordSize::bits32 ? 32 : 64));
+    World w(params, 12);
+    Backend& backend = *w.gpu_backend;
+    const Ciphertext a = w.gpu.upload_ciphertext(fresh(w));
+    const Ciphertext eager = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    // The pool counts an allocation when it is made (synchronize is refused during a capture).
+    const auto used = [&] { return backend.memory_usage().current_bytes; };
+    backend.synchronize();
+    const std::size_t before = used();
+    backend.begin_capture();
+    const std::size_t first = used();
+    Ciphertext captured = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    std::unique_ptr<Recording> recording = backend.end_capture();
+    recording->launch();
+    EXPECT_EQ(w.gpu.download(captured).data, w.gpu.download(eager).data);
+    captured = Ciphertext{};
+    recording.reset();
+    backend.synchronize();
+    const std::size_t after = used();
+    backend.begin_capture();
+    const std::size_t second = used();
+    backend.end_capture();
+    // A lane's workspace holds at least the top level's extended digits.
+    const std::size_t extended_bytes = static_cast<std::size_t>(w.context->key_digits()) * w.context->key_limbs() *
+                                       w.n() * stored_word_bytes(params.word_size);
+    EXPECT_GE(first - before, extended_bytes);
+    EXPECT_EQ(second, after);
+  }
+}
+
 // The 32-bit word family: its key switches (several kernels and copies),
 // rescales by several primes and ModRaise of a two-prime level 0 inside one
 // graph.

@@ -254,6 +254,11 @@ class CudaBackend final : public Backend {
 
   void begin_capture() override {
     std::lock_guard lock(mutex_);  // no operation is half issued
+    // Every key-switching lane's workspace, before the capture starts
+    // (prepare is refused during a capture: every context it uses is here).
+    for (auto& [id, slot] : contexts_) {
+      if (const auto prepared = slot.lock()) prepared->provide_capture_lanes();
+    }
     runtime_->begin_capture();
     abandoned_.clear();
   }

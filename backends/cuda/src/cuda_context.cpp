@@ -210,29 +210,44 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
     rescale_.push_back(rv);
   }
 
-  // Workspace for the top level (lower levels use a prefix of each part).
-  const std::size_t q_limbs = static_cast<std::size_t>(max_level + 1);
-  const std::size_t bytes_per_limb = n * sizeof(u64);
-  const auto digits = static_cast<std::size_t>(c.key_digits());
-  const auto slots = static_cast<std::size_t>(key_limbs);
-  auto limbs = [&](std::size_t count) -> u64* {
-    if (count == 0) return nullptr;
-    workspace_bytes_ += count * bytes_per_limb;
-    return workspace_.emplace_back(runtime_, count * bytes_per_limb).words();
-  };
-  const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
-  for (int lane = 0; lane < DeviceRuntime::key_switch_lanes; ++lane) {
-    LaneWork& w = lanes_.emplace_back();
-    w.work = {limbs(q_limbs), limbs(digits * slots), limbs(2 * slots), limbs(2 * q_limbs), limbs(product_limbs)};
-    for (int b = 0; b < DeviceRuntime::branches; ++b) {
-      kernels::KeySwitchWork branch = w.work;
-      branch.accumulators = limbs(2 * slots);
-      branch.converted = limbs(2 * q_limbs);
-      w.branches.push_back(branch);
-    }
-  }
-  for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(limbs(3));
+  for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(workspace_limbs(3));
+  add_lane();               // lane 0, for every operation outside a capture
   runtime_->synchronize();  // tables are in place before the first operation
+}
+
+u64* CudaContext::workspace_limbs(std::size_t count) {
+  if (count == 0) return nullptr;
+  const std::size_t bytes = count * context_->ring_degree() * sizeof(u64);
+  workspace_bytes_ += bytes;
+  return workspace_.emplace_back(runtime_, bytes).words();
+}
+
+// Workspace for the top level (lower levels use a prefix of each part).
+void CudaContext::add_lane() {
+  const Context& c = *context_;
+  const auto q_limbs = static_cast<std::size_t>(c.max_level() + 1);
+  const auto digits = static_cast<std::size_t>(c.key_digits());
+  const auto slots = static_cast<std::size_t>(c.key_limbs());
+  const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
+  LaneWork w;
+  w.work = {workspace_limbs(q_limbs), workspace_limbs(digits * slots), workspace_limbs(2 * slots),
+            workspace_limbs(2 * q_limbs), workspace_limbs(product_limbs)};
+  for (int b = 0; b < DeviceRuntime::branches; ++b) {
+    kernels::KeySwitchWork branch = w.work;
+    branch.accumulators = workspace_limbs(2 * slots);
+    branch.converted = workspace_limbs(2 * q_limbs);
+    w.branches.push_back(branch);
+  }
+  lanes_.push_back(std::move(w));
+}
+
+void CudaContext::provide_capture_lanes() {
+  if (narrow_) {
+    narrow_->provide_workspaces(runtime_);
+    workspace_bytes_ = narrow_->workspace_bytes();
+    return;
+  }
+  while (static_cast<int>(lanes_.size()) < DeviceRuntime::key_switch_lanes) add_lane();
 }
 
 CudaContext::~CudaContext() = default;

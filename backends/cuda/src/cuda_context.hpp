@@ -1,6 +1,6 @@
 // The CUDA backend's tables for one Context (twiddles, primes, RNS constants
-// of every level) and its key-switching workspace, all uploaded or allocated
-// once in prepare().
+// of every level) and its key-switching workspace, uploaded or allocated
+// once: in prepare(), a capture lane's workspace when a capture first begins.
 #pragma once
 
 #include <memory>
@@ -50,8 +50,9 @@ class DeviceAllocation {
   std::size_t bytes_ = 0;
 };
 
-// Everything here is allocated in the constructor (prepare): no operation
-// allocates, so operations can be captured into a graph. A capture keeps the
+// Everything here is allocated in the constructor (prepare), but for the
+// capture lanes' workspaces (provide_capture_lanes, before a capture
+// begins): no operation allocates, so operations can be captured into a graph. A capture keeps the
 // contexts its operations used alive until its recording is gone.
 class CudaContext final : public BackendContext, public std::enable_shared_from_this<CudaContext> {
  public:
@@ -71,7 +72,8 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // Whether multiply_relinearize_rescale at `level` is a multiply and one
   // key switch whose ModDown takes the rescale (kernels::RescaleAfter):
   // 64-bit words where ModDown takes its general path (kernels::fuses_rescale:
-  // not the one-special-prime paths of 2^11..2^14).
+  // not the one-special-prime paths of 2^11..2^14, where the fused call
+  // measured no faster than the two).
   bool fuses_rescale(int level) const;
   // A hoisted batch's rotations run on branches (branch_work) where a
   // level's key switch extends to at most this many words per polynomial
@@ -86,7 +88,10 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   const RescaleView& rescale(int level) const { return rescale_.at(static_cast<std::size_t>(level)); }
   // The key-switching workspace of a key-switching lane (DeviceRuntime::
   // key_switch_lanes; 0 outside a capture): the lane's stream order keeps
-  // it to one key switch at a time.
+  // it to one key switch at a time. Lane 0's is built with the context; the
+  // other lanes' (about 430 MB each at the 2^16 bootstrap preset) by
+  // provide_capture_lanes, which the backend calls when a capture begins,
+  // so a context only ever used eagerly never holds them.
   const kernels::KeySwitchWork& work(int lane) const { return lanes_.at(static_cast<std::size_t>(lane)).work; }
   // One workspace per runtime branch of the lane, for a hoisted batch's
   // rotations run side by side: own accumulators and converted limbs,
@@ -98,8 +103,17 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   u64* rescale_temp(int lane) const { return rescale_temps_.at(static_cast<std::size_t>(lane)); }
   std::size_t table_bytes() const { return table_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
+  // Allocates the workspaces of every key-switching lane not yet built.
+  // Outside a capture, with no operation in flight on this context (the
+  // backend holds its lock).
+  void provide_capture_lanes();
 
  private:
+  // One key-switching lane's workspace, appended to lanes_.
+  void add_lane();
+  // `count` limbs of N words from the workspace.
+  u64* workspace_limbs(std::size_t count);
+
   std::shared_ptr<const Context> context_;
   std::shared_ptr<DeviceRuntime> runtime_;
   std::unique_ptr<narrow::Tables> narrow_;
@@ -112,7 +126,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
     kernels::KeySwitchWork work{};
     std::vector<kernels::KeySwitchWork> branches;
   };
-  std::vector<DeviceAllocation> workspace_;  // every buffer of lanes_ and rescale_temps_
+  std::vector<DeviceAllocation> workspace_;  // every buffer of lanes_ and rescale_temps_ (moves keep the words)
   std::vector<LaneWork> lanes_;
   std::vector<u64*> rescale_temps_;
   std::size_t table_bytes_ = 0;

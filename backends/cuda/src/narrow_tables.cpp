@@ -127,7 +127,11 @@ LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w
   return out;
 }
 
-Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) : key_limbs_(c.key_limbs()) {
+Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
+    : key_limbs_(c.key_limbs()),
+      ring_degree_(c.ring_degree()),
+      q_count_(c.q_count()),
+      digits_(static_cast<std::size_t>(c.key_digits())) {
   const std::size_t n = c.ring_degree();
   const int key_limbs = c.key_limbs();
   const int q_count = c.q_count();
@@ -235,18 +239,24 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime) 
     }
   }
 
-  const std::size_t limb_bytes = n * sizeof(u32);
-  const auto q = static_cast<std::size_t>(q_count);
-  const auto slots = static_cast<std::size_t>(key_limbs);
-  const auto digits = static_cast<std::size_t>(c.key_digits());
+  max_dropped_ = std::max<std::size_t>(max_dropped, 1);
+  provide_workspace(runtime);  // lane 0
+}
+
+void Tables::provide_workspace(const std::shared_ptr<DeviceRuntime>& runtime) {
+  const std::size_t limb_bytes = ring_degree_ * sizeof(u32);
+  const auto q = static_cast<std::size_t>(q_count_);
+  const auto slots = static_cast<std::size_t>(key_limbs_);
   auto limbs = [&](std::size_t count) {
     workspace_bytes_ += count * limb_bytes;
     return reinterpret_cast<u32*>(workspace_buffers_.emplace_back(runtime, count * limb_bytes).words());
   };
-  for (int lane = 0; lane < DeviceRuntime::key_switch_lanes; ++lane) {
-    workspaces_.push_back({limbs(q), limbs(q), limbs(digits * slots), limbs(2 * slots), limbs(3 * q),
-                           limbs(3 * std::max<std::size_t>(max_dropped, 1))});
-  }
+  workspaces_.push_back(
+      {limbs(q), limbs(q), limbs(digits_ * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)});
+}
+
+void Tables::provide_workspaces(const std::shared_ptr<DeviceRuntime>& runtime) {
+  while (static_cast<int>(workspaces_.size()) < DeviceRuntime::key_switch_lanes) provide_workspace(runtime);
 }
 
 }  // namespace fhelium::cuda::narrow

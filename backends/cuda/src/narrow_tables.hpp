@@ -1,7 +1,8 @@
 // The CUDA backend's tables for a context of the 32-bit word family (primes
 // below 2^31, levels of several primes that are windows of the chain): the
 // 32-bit NTT, every level's key-switching and rescale constants, and the
-// workspace, uploaded or allocated once in prepare().
+// workspace, uploaded or allocated once in prepare() (a capture lane's
+// workspace when a capture first begins).
 #pragma once
 
 #include <memory>
@@ -69,7 +70,8 @@ class Tables {
   const LevelZero& level_zero() const { return level_zero_; }
 
   // Workspace for the top level (lower levels use a prefix of each part),
-  // one per key-switching lane (CudaContext::work).
+  // one per key-switching lane (CudaContext::work): lane 0's built with the
+  // tables, the others' by provide_workspaces when a capture begins.
   struct Workspace {
     u32* coefficients;  // Q limbs
     u32* rotated;       // Q limbs
@@ -82,9 +84,18 @@ class Tables {
 
   std::size_t table_bytes() const { return table_bytes_; }
   std::size_t workspace_bytes() const { return workspace_bytes_; }
+  // Every key-switching lane's workspace (CudaContext::provide_capture_lanes).
+  void provide_workspaces(const std::shared_ptr<DeviceRuntime>& runtime);
 
  private:
+  // One more lane's workspace.
+  void provide_workspace(const std::shared_ptr<DeviceRuntime>& runtime);
+
   int key_limbs_;
+  std::size_t ring_degree_;
+  int q_count_;
+  std::size_t digits_;
+  std::size_t max_dropped_ = 1;  // the most limbs a rescale drops (at least 1)
   std::unique_ptr<DeviceNtt32> ntt_;
   DeviceAllocation tables_;
   const Prime* primes_ = nullptr;
