@@ -151,18 +151,24 @@ TEST(CudaCapture, CaptureLanesAreAllocatedWhenTheFirstCaptureBegins) {
     World w(params, 12);
     Backend& backend = *w.gpu_backend;
     const Ciphertext a = w.gpu.upload_ciphertext(fresh(w));
-    const Ciphertext eager = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    const Ciphertext b = w.gpu.upload_ciphertext(fresh(w));
+    const Ciphertext eager_a = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    const Ciphertext eager_b = w.gpu.multiply_relinearize(b, b, w.gpu_rk);
     // The pool counts an allocation when it is made (synchronize is refused during a capture).
     const auto used = [&] { return backend.memory_usage().current_bytes; };
     backend.synchronize();
     const std::size_t before = used();
     backend.begin_capture();
     const std::size_t first = used();
-    Ciphertext captured = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    // Two independent key switches: the second runs on lane 1, in the new workspace.
+    Ciphertext captured_a = w.gpu.multiply_relinearize(a, a, w.gpu_rk);
+    Ciphertext captured_b = w.gpu.multiply_relinearize(b, b, w.gpu_rk);
     std::unique_ptr<Recording> recording = backend.end_capture();
     recording->launch();
-    EXPECT_EQ(w.gpu.download(captured).data, w.gpu.download(eager).data);
-    captured = Ciphertext{};
+    EXPECT_EQ(w.gpu.download(captured_a).data, w.gpu.download(eager_a).data);
+    EXPECT_EQ(w.gpu.download(captured_b).data, w.gpu.download(eager_b).data);
+    captured_a = Ciphertext{};
+    captured_b = Ciphertext{};
     recording.reset();
     backend.synchronize();
     const std::size_t after = used();
@@ -172,7 +178,7 @@ TEST(CudaCapture, CaptureLanesAreAllocatedWhenTheFirstCaptureBegins) {
     // A lane's workspace holds at least the top level's extended digits.
     const std::size_t extended_bytes = static_cast<std::size_t>(w.context->key_digits()) * w.context->key_limbs() *
                                        w.n() * stored_word_bytes(params.word_size);
-    EXPECT_GE(first - before, extended_bytes);
+    EXPECT_GE(first, before + extended_bytes);
     EXPECT_EQ(second, after);
   }
 }

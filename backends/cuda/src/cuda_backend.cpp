@@ -256,8 +256,12 @@ class CudaBackend final : public Backend {
     std::lock_guard lock(mutex_);  // no operation is half issued
     // Every key-switching lane's workspace, before the capture starts
     // (prepare is refused during a capture: every context it uses is here).
-    for (auto& [id, slot] : contexts_) {
-      if (const auto prepared = slot.lock()) prepared->provide_capture_lanes();
+    // Not while the caller captures the stream itself: the allocations would
+    // belong to the caller's graph, and begin_capture fails there anyway.
+    if (!runtime_->stream_capturing()) {
+      for (auto& [id, slot] : contexts_) {
+        if (const auto prepared = slot.lock()) prepared->provide_capture_lanes();
+      }
     }
     runtime_->begin_capture();
     abandoned_.clear();

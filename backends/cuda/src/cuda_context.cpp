@@ -229,16 +229,26 @@ void CudaContext::add_lane() {
   const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(c.key_limbs());
   const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
-  LaneWork w;
-  w.work = {workspace_limbs(q_limbs), workspace_limbs(digits * slots), workspace_limbs(2 * slots),
-            workspace_limbs(2 * q_limbs), workspace_limbs(product_limbs)};
-  for (int b = 0; b < DeviceRuntime::branches; ++b) {
-    kernels::KeySwitchWork branch = w.work;
-    branch.accumulators = workspace_limbs(2 * slots);
-    branch.converted = workspace_limbs(2 * q_limbs);
-    w.branches.push_back(branch);
+  // All of a lane's buffers or none: a failed allocation (out of device
+  // memory) frees the ones made before it, and a later capture tries again.
+  const std::size_t buffers = workspace_.size();
+  const std::size_t bytes = workspace_bytes_;
+  try {
+    LaneWork w;
+    w.work = {workspace_limbs(q_limbs), workspace_limbs(digits * slots), workspace_limbs(2 * slots),
+              workspace_limbs(2 * q_limbs), workspace_limbs(product_limbs)};
+    for (int b = 0; b < DeviceRuntime::branches; ++b) {
+      kernels::KeySwitchWork branch = w.work;
+      branch.accumulators = workspace_limbs(2 * slots);
+      branch.converted = workspace_limbs(2 * q_limbs);
+      w.branches.push_back(branch);
+    }
+    lanes_.push_back(std::move(w));
+  } catch (...) {
+    workspace_.erase(workspace_.begin() + static_cast<std::ptrdiff_t>(buffers), workspace_.end());
+    workspace_bytes_ = bytes;
+    throw;
   }
-  lanes_.push_back(std::move(w));
 }
 
 void CudaContext::provide_capture_lanes() {

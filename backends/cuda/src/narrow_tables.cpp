@@ -251,8 +251,18 @@ void Tables::provide_workspace(const std::shared_ptr<DeviceRuntime>& runtime) {
     workspace_bytes_ += count * limb_bytes;
     return reinterpret_cast<u32*>(workspace_buffers_.emplace_back(runtime, count * limb_bytes).words());
   };
-  workspaces_.push_back(
-      {limbs(q), limbs(q), limbs(digits_ * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)});
+  // All of a lane's buffers or none, as CudaContext::add_lane.
+  const std::size_t buffers = workspace_buffers_.size();
+  const std::size_t bytes = workspace_bytes_;
+  try {
+    workspaces_.push_back(
+        {limbs(q), limbs(q), limbs(digits_ * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)});
+  } catch (...) {
+    workspace_buffers_.erase(workspace_buffers_.begin() + static_cast<std::ptrdiff_t>(buffers),
+                             workspace_buffers_.end());
+    workspace_bytes_ = bytes;
+    throw;
+  }
 }
 
 void Tables::provide_workspaces(const std::shared_ptr<DeviceRuntime>& runtime) {

@@ -256,10 +256,11 @@ class Backend {
 };
 
 // The shapes of a product that is relinearized (multiply_relinearize,
-// rescaled: multiply_relinearize_rescale; their defaults, and a backend's own
-// version, call it before anything runs): a and b of 2 components at one
-// level of the context, out of 2 components at that level (rescaled: the
-// level below). InvalidArgumentError naming what differs.
+// rescaled: multiply_relinearize_rescale; their defaults call it before
+// anything runs, and a backend's own version checks the same shapes first):
+// a and b of 2 components at one level of the context, out of 2 components
+// at that level (rescaled: the level below). InvalidArgumentError naming
+// what differs.
 void check_product_operands(const Context&, const char* operation, const PolyArg& out, const PolyArg& a,
                             const PolyArg& b, bool rescaled);
 
