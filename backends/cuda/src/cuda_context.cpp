@@ -77,12 +77,11 @@ constexpr u64 fp64_ntt_limit = u64{1} << 44;
 }  // namespace
 
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
-    : context_(std::move(context)), runtime_(std::move(runtime)) {
+    : context_(std::move(context)), runtime_(std::move(runtime)), workspace_(runtime_, context_->ring_degree()) {
   const Context& c = *context_;
   if (c.word_size() == WordSize::bits32) {
     narrow_ = std::make_unique<narrow::Tables>(c, runtime_);
     table_bytes_ = narrow_->table_bytes();
-    workspace_bytes_ = narrow_->workspace_bytes();
     runtime_->synchronize();  // tables are in place before the first operation
     return;
   }
@@ -210,16 +209,11 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
     rescale_.push_back(rv);
   }
 
-  for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(workspace_limbs(3));
+  WorkspacePool::Batch temps = workspace_.batch();
+  for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(temps.limbs<u64>(3));
+  workspace_.keep(std::move(temps));
   add_lane();               // lane 0, for every operation outside a capture
   runtime_->synchronize();  // tables are in place before the first operation
-}
-
-u64* CudaContext::workspace_limbs(std::size_t count) {
-  if (count == 0) return nullptr;
-  const std::size_t bytes = count * context_->ring_degree() * sizeof(u64);
-  workspace_bytes_ += bytes;
-  return workspace_.emplace_back(runtime_, bytes).words();
 }
 
 // Workspace for the top level (lower levels use a prefix of each part).
@@ -229,36 +223,29 @@ void CudaContext::add_lane() {
   const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(c.key_limbs());
   const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
-  // All of a lane's buffers or none: a failed allocation (out of device
-  // memory) frees the ones made before it, and a later capture tries again.
-  const std::size_t buffers = workspace_.size();
-  const std::size_t bytes = workspace_bytes_;
-  try {
-    LaneWork w;
-    w.work = {workspace_limbs(q_limbs), workspace_limbs(digits * slots), workspace_limbs(2 * slots),
-              workspace_limbs(2 * q_limbs), workspace_limbs(product_limbs)};
-    for (int b = 0; b < DeviceRuntime::branches; ++b) {
-      kernels::KeySwitchWork branch = w.work;
-      branch.accumulators = workspace_limbs(2 * slots);
-      branch.converted = workspace_limbs(2 * q_limbs);
-      w.branches.push_back(branch);
-    }
-    lanes_.push_back(std::move(w));
-  } catch (...) {
-    workspace_.erase(workspace_.begin() + static_cast<std::ptrdiff_t>(buffers), workspace_.end());
-    workspace_bytes_ = bytes;
-    throw;
+  WorkspacePool::Batch buffers = workspace_.batch();
+  auto limbs = [&](std::size_t count) { return buffers.limbs<u64>(count); };
+  LaneWork w;
+  w.work = {limbs(q_limbs), limbs(digits * slots), limbs(2 * slots), limbs(2 * q_limbs), limbs(product_limbs)};
+  for (int b = 0; b < DeviceRuntime::branches; ++b) {
+    kernels::KeySwitchWork branch = w.work;
+    branch.accumulators = limbs(2 * slots);
+    branch.converted = limbs(2 * q_limbs);
+    w.branches.push_back(branch);
   }
+  workspace_.keep(std::move(buffers));
+  lanes_.push_back(std::move(w));
 }
 
 void CudaContext::provide_capture_lanes() {
   if (narrow_) {
-    narrow_->provide_workspaces(runtime_);
-    workspace_bytes_ = narrow_->workspace_bytes();
+    narrow_->provide_workspaces(*context_);
     return;
   }
   while (static_cast<int>(lanes_.size()) < DeviceRuntime::key_switch_lanes) add_lane();
 }
+
+std::size_t CudaContext::workspace_bytes() const { return narrow_ ? narrow_->workspace_bytes() : workspace_.bytes(); }
 
 CudaContext::~CudaContext() = default;
 

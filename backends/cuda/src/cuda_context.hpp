@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_allocation.hpp"
 #include "device_runtime.hpp"
 #include "device_types.hpp"
 #include "fhelium/backend/backend.hpp"
@@ -17,38 +18,6 @@ namespace fhelium::cuda {
 namespace narrow {
 class Tables;
 }
-
-// Device memory owned by a context (freed, stream-ordered, with it).
-class DeviceAllocation {
- public:
-  DeviceAllocation() = default;
-  DeviceAllocation(std::shared_ptr<DeviceRuntime> runtime, std::size_t bytes)
-      : runtime_(std::move(runtime)), pointer_(runtime_->allocate(bytes)), bytes_(bytes) {}
-  ~DeviceAllocation() {
-    if (runtime_) runtime_->release(pointer_, bytes_);
-  }
-  DeviceAllocation(DeviceAllocation&& other) noexcept
-      : runtime_(std::move(other.runtime_)),
-        pointer_(std::exchange(other.pointer_, nullptr)),
-        bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceAllocation& operator=(DeviceAllocation&& other) noexcept {
-    if (this != &other) {
-      if (runtime_) runtime_->release(pointer_, bytes_);
-      runtime_ = std::move(other.runtime_);
-      pointer_ = std::exchange(other.pointer_, nullptr);
-      bytes_ = std::exchange(other.bytes_, 0);
-    }
-    return *this;
-  }
-  DeviceAllocation(const DeviceAllocation&) = delete;
-  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
-  u64* words() const { return static_cast<u64*>(pointer_); }
-
- private:
-  std::shared_ptr<DeviceRuntime> runtime_;
-  void* pointer_ = nullptr;
-  std::size_t bytes_ = 0;
-};
 
 // Everything here is allocated in the constructor (prepare), but for the
 // capture lanes' workspaces (provide_capture_lanes, before a capture
@@ -102,7 +71,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // 3 x N words for a rescale on capture lane `lane` (any of CaptureLanes::count).
   u64* rescale_temp(int lane) const { return rescale_temps_.at(static_cast<std::size_t>(lane)); }
   std::size_t table_bytes() const { return table_bytes_; }
-  std::size_t workspace_bytes() const { return workspace_bytes_; }
+  std::size_t workspace_bytes() const;
   // Allocates the workspaces of every key-switching lane not yet built.
   // Outside a capture, with no operation in flight on this context (the
   // backend holds its lock).
@@ -111,8 +80,6 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
  private:
   // One key-switching lane's workspace, appended to lanes_.
   void add_lane();
-  // `count` limbs of N words from the workspace.
-  u64* workspace_limbs(std::size_t count);
 
   std::shared_ptr<const Context> context_;
   std::shared_ptr<DeviceRuntime> runtime_;
@@ -126,11 +93,10 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
     kernels::KeySwitchWork work{};
     std::vector<kernels::KeySwitchWork> branches;
   };
-  std::vector<DeviceAllocation> workspace_;  // every buffer of lanes_ and rescale_temps_ (moves keep the words)
+  WorkspacePool workspace_;  // every buffer of lanes_ and rescale_temps_
   std::vector<LaneWork> lanes_;
   std::vector<u64*> rescale_temps_;
   std::size_t table_bytes_ = 0;
-  std::size_t workspace_bytes_ = 0;
 };
 
 }  // namespace fhelium::cuda

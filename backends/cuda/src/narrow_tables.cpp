@@ -128,10 +128,7 @@ LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w
 }
 
 Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
-    : key_limbs_(c.key_limbs()),
-      ring_degree_(c.ring_degree()),
-      q_count_(c.q_count()),
-      digits_(static_cast<std::size_t>(c.key_digits())) {
+    : key_limbs_(c.key_limbs()), workspace_buffers_(runtime, c.ring_degree()) {
   const std::size_t n = c.ring_degree();
   const int key_limbs = c.key_limbs();
   const int q_count = c.q_count();
@@ -240,33 +237,22 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
   }
 
   max_dropped_ = std::max<std::size_t>(max_dropped, 1);
-  provide_workspace(runtime);  // lane 0
+  add_workspace(c);  // lane 0
 }
 
-void Tables::provide_workspace(const std::shared_ptr<DeviceRuntime>& runtime) {
-  const std::size_t limb_bytes = ring_degree_ * sizeof(u32);
-  const auto q = static_cast<std::size_t>(q_count_);
+void Tables::add_workspace(const Context& c) {
+  const auto q = static_cast<std::size_t>(c.q_count());
+  const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(key_limbs_);
-  auto limbs = [&](std::size_t count) {
-    workspace_bytes_ += count * limb_bytes;
-    return reinterpret_cast<u32*>(workspace_buffers_.emplace_back(runtime, count * limb_bytes).words());
-  };
-  // All of a lane's buffers or none, as CudaContext::add_lane.
-  const std::size_t buffers = workspace_buffers_.size();
-  const std::size_t bytes = workspace_bytes_;
-  try {
-    workspaces_.push_back(
-        {limbs(q), limbs(q), limbs(digits_ * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)});
-  } catch (...) {
-    workspace_buffers_.erase(workspace_buffers_.begin() + static_cast<std::ptrdiff_t>(buffers),
-                             workspace_buffers_.end());
-    workspace_bytes_ = bytes;
-    throw;
-  }
+  WorkspacePool::Batch buffers = workspace_buffers_.batch();
+  auto limbs = [&](std::size_t count) { return buffers.limbs<u32>(count); };
+  const Workspace w{limbs(q), limbs(q), limbs(digits * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)};
+  workspace_buffers_.keep(std::move(buffers));
+  workspaces_.push_back(w);
 }
 
-void Tables::provide_workspaces(const std::shared_ptr<DeviceRuntime>& runtime) {
-  while (static_cast<int>(workspaces_.size()) < DeviceRuntime::key_switch_lanes) provide_workspace(runtime);
+void Tables::provide_workspaces(const Context& c) {
+  while (static_cast<int>(workspaces_.size()) < DeviceRuntime::key_switch_lanes) add_workspace(c);
 }
 
 }  // namespace fhelium::cuda::narrow

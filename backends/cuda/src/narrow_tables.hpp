@@ -83,18 +83,16 @@ class Tables {
   const Workspace& workspace(int lane) const { return workspaces_.at(static_cast<std::size_t>(lane)); }
 
   std::size_t table_bytes() const { return table_bytes_; }
-  std::size_t workspace_bytes() const { return workspace_bytes_; }
-  // Every key-switching lane's workspace (CudaContext::provide_capture_lanes).
-  void provide_workspaces(const std::shared_ptr<DeviceRuntime>& runtime);
+  std::size_t workspace_bytes() const { return workspace_buffers_.bytes(); }
+  // Every key-switching lane's workspace (CudaContext::provide_capture_lanes;
+  // `c` is the context these tables were built for).
+  void provide_workspaces(const Context& c);
 
  private:
   // One more lane's workspace.
-  void provide_workspace(const std::shared_ptr<DeviceRuntime>& runtime);
+  void add_workspace(const Context& c);
 
   int key_limbs_;
-  std::size_t ring_degree_;
-  int q_count_;
-  std::size_t digits_;
   std::size_t max_dropped_ = 1;  // the most limbs a rescale drops (at least 1)
   std::unique_ptr<DeviceNtt32> ntt_;
   DeviceAllocation tables_;
@@ -104,10 +102,9 @@ class Tables {
   std::vector<KeySwitchTables> key_switch_;
   std::vector<RescaleTables> rescale_;
   LevelZero level_zero_{};
-  std::vector<DeviceAllocation> workspace_buffers_;
+  WorkspacePool workspace_buffers_;
   std::vector<Workspace> workspaces_;
   std::size_t table_bytes_ = 0;
-  std::size_t workspace_bytes_ = 0;
 };
 
 }  // namespace fhelium::cuda::narrow
