@@ -4,9 +4,9 @@
 // bytes the operation must move and the time that implies at 4.3 TB/s.
 // Backend methods run directly on buffers allocated before timing, rotating
 // among several input sets so that repeated runs do not just hit L2. Not a test.
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
@@ -15,6 +15,7 @@
 #include <iostream>
 #include <random>
 
+#include "fhelium/backend/residue_transfer.hpp"
 #include "fhelium/cuda/cuda_backend.hpp"
 #include "fhelium/encoder.hpp"
 #include "fhelium/encryptor.hpp"
@@ -152,15 +153,15 @@ json::object bench_preset(const std::string& name, int at_level, int runs, int w
     throw InvalidArgumentError("--level " + std::to_string(at_level) + " of " + name + ": expected 1 to " +
                                std::to_string(ctx.max_level()) + " (rescale needs a level below it)");
   }
-  const int limbs = level + 1;
+  const int limbs = ctx.level_basis(level).count;
   const std::size_t n = ctx.ring_degree();
-  const std::size_t limb_bytes = n * sizeof(u64);
+  const std::size_t limb_bytes = n * stored_word_bytes(ctx.word_size());
   const std::size_t poly_bytes = static_cast<std::size_t>(limbs) * limb_bytes;
   const double scale = ctx.params().scale;
 
-  auto upload = [&](const std::vector<u64>& words) {
-    auto b = backend->allocate(words.size() * sizeof(u64));
-    backend->upload(*b, words.data(), words.size() * sizeof(u64));
+  auto upload = [&](const std::vector<u64>& residues) {
+    auto b = backend->allocate(residues.size() * stored_word_bytes(ctx.word_size()));
+    upload_residues(*backend, *b, residues, ctx.word_size());
     return b;
   };
   const HostSwitchKey relin_host = keygen.relinearization_key(sk);
@@ -209,8 +210,9 @@ json::object bench_preset(const std::string& name, int at_level, int runs, int w
   const double key_bytes =
       static_cast<double>(digits_used) * 2.0 * (limbs + ctx.special_count()) * static_cast<double>(limb_bytes);
   const double pb = static_cast<double>(poly_bytes);
-  const double rescaled_bytes = 2 * pb * (limbs - 1) / limbs;
-  auto rescaled = [&](int i) { return PolyArg{S(i).out_rescaled.get(), 2, limbs - 1}; };
+  const int rescaled_limbs = ctx.level_basis(level - 1).count;
+  const double rescaled_bytes = 2 * pb * rescaled_limbs / limbs;
+  auto rescaled = [&](int i) { return PolyArg{S(i).out_rescaled.get(), 2, rescaled_limbs}; };
   struct Op {
     std::string name;
     double min_bytes;
