@@ -101,7 +101,8 @@ TEST_P(CudaNtt32, BitExactWithTheCpuTransform) {
 // Two components of three limbs (limb i in prime i): out_c limb i = (X - y)
 // w_i + add_c(X^g_c), X = x_c limb source_i (times A_i when scaled, 0 for a
 // negative source), y the transform of limb i; once scaled with no add, once
-// unscaled with an add read through X -> X^5 on component 0.
+// unscaled with an add read through X -> X^5 on component 0, once scaled with
+// an add read at source_i times F_i (add_at_source).
 TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
   REQUIRE_GPU();
   const int log_n = GetParam();
@@ -120,6 +121,7 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
     return v;
   };
   const std::vector<u32> y_in = random_limbs(limbs), x = random_limbs(x_limbs), add = random_limbs(limbs);
+  const std::vector<u32> add_by_source = random_limbs(x_limbs);
   const auto bitrev = [&](std::uint64_t i) {
     std::uint64_t r = 0;
     for (int b = 0; b < log_n; ++b) r |= ((i >> b) & 1) << (log_n - 1 - b);
@@ -132,29 +134,41 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
   std::vector<u32> y = y_in;
   for (int b = 0; b < components * limbs; ++b) tables[static_cast<std::size_t>(b % limbs)].forward(y.data() + b * n);
 
-  const DeviceCopy<u32> d_y(y_in), d_x(x), d_add(add), d_out(std::vector<u32>(n * components * limbs, 0));
-  for (const bool scaled : {true, false}) {
-    SCOPED_TRACE(scaled ? "scaled X, no add" : "X as it is, add through X -> X^5");
+  const DeviceCopy<u32> d_y(y_in), d_x(x), d_add(add), d_add_by_source(add_by_source),
+      d_out(std::vector<u32>(n * components * limbs, 0));
+  enum class Add { none, through_galois, at_source };
+  for (const Add mode : {Add::none, Add::through_galois, Add::at_source}) {
+    const bool scaled = mode != Add::through_galois;
+    SCOPED_TRACE(mode == Add::none             ? "scaled X, no add"
+                 : mode == Add::through_galois ? "X as it is, add through X -> X^5"
+                                               : "scaled X, add at the source times F");
     cuda::ForwardCombine combine{};
     combine.limbs = limbs;
-    std::vector<std::uint64_t> a(limbs), w(limbs);
+    std::vector<std::uint64_t> a(limbs), w(limbs), f(limbs);
     for (int i = 0; i < limbs; ++i) {
       const NttTable32& t = tables[static_cast<std::size_t>(i)];
       const std::uint64_t q = t.modulus();
       a[i] = rng() % q;
       w[i] = rng() % q;
+      f[i] = rng() % q;
       combine.source[i] = source[static_cast<std::size_t>(i)];
       combine.x_factor.w[i] = static_cast<u32>(a[i]);
       combine.x_factor.w_shoup[i] = static_cast<u32>((a[i] << 32) / q);
       combine.w.w[i] = static_cast<u32>(w[i]);
       combine.w.w_shoup[i] = static_cast<u32>((w[i] << 32) / q);
+      combine.add_factor.w[i] = static_cast<u32>(f[i]);
+      combine.add_factor.w_shoup[i] = static_cast<u32>((f[i] << 32) / q);
     }
     combine.scale_x = scaled;
+    combine.add_at_source = mode == Add::at_source;
     for (int c = 0; c < components; ++c) {
       combine.out[c] = d_out.get() + static_cast<std::size_t>(c * limbs) * n;
       combine.x[c] = d_x.get() + static_cast<std::size_t>(c * x_limbs) * n;
-      combine.add[c] = scaled ? nullptr : d_add.get() + static_cast<std::size_t>(c * limbs) * n;
-      combine.add_galois[c] = c == 0 ? 5 : 0;
+      combine.add[c] = mode == Add::none ? nullptr
+                       : mode == Add::through_galois
+                           ? d_add.get() + static_cast<std::size_t>(c * limbs) * n
+                           : d_add_by_source.get() + static_cast<std::size_t>(c * x_limbs) * n;
+      combine.add_galois[c] = c == 0 && mode == Add::through_galois ? 5 : 0;
     }
     device.forward_combined(d_y.get(), components * limbs, nullptr, nullptr, limbs, combine);
     const std::vector<u32> actual = d_out.download();
@@ -167,9 +181,11 @@ TEST_P(CudaNtt32, ForwardCombinedIsTheTransformThenItsCombination) {
           std::uint64_t big_x = src < 0 ? 0 : x[(static_cast<std::size_t>(c * x_limbs + src)) * n + k] % q;
           if (scaled) big_x = big_x * a[i] % q;
           std::uint64_t r = (big_x + q - y[(static_cast<std::size_t>(c * limbs + i)) * n + k]) % q * w[i] % q;
-          if (!scaled) {
+          if (mode == Add::through_galois) {
             const std::uint64_t index = c == 0 ? galois_index(k, 5) : k;
             r = (r + add[(static_cast<std::size_t>(c * limbs + i)) * n + index]) % q;
+          } else if (mode == Add::at_source && src >= 0) {
+            r = (r + add_by_source[(static_cast<std::size_t>(c * x_limbs + src)) * n + k] % q * f[i]) % q;
           }
           expected[(static_cast<std::size_t>(c * limbs + i)) * n + k] = static_cast<u32>(r);
         }

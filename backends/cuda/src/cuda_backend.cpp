@@ -574,11 +574,12 @@ class CudaBackend final : public Backend {
   void multiply_relinearize_rescale(const BackendContext& bc, const PolyArg& out, const PolyArg& a, const PolyArg& b,
                                     const KeyArg& key) override {
     const auto* prepared = dynamic_cast<const CudaContext*>(&bc);  // a foreign one fails in Op, inside guarded
-    if (!prepared || !prepared->fuses_rescale(a.limbs - 1)) {
+    if (!prepared || !prepared->fuses_rescale(a.limbs)) {
       return Backend::multiply_relinearize_rescale(bc, out, a, b, key);
     }
     guarded("multiply_relinearize_rescale",
             [&] { check_product_operands(bc.context(), "cuda multiply_relinearize_rescale", out, a, b, true); });
+    if (prepared->narrow()) return multiply_relinearize_rescale_narrow(bc, out, a, b, key);
     const bool fused_product = prepared->fuses_multiply();
     const int components = fused_product ? 2 : 3;
     const std::shared_ptr<Buffer> product =
@@ -607,6 +608,34 @@ class CudaBackend final : public Backend {
           kernels::key_switch(op.launch, ks, op.work(), fused_product ? nullptr : product_part.data + 2 * poly, 0, k,
                               {o.data, product_part.data, 0, o.data + rescaled, product_part.data + poly},
                               runtime_->side(op.lane), fused_product ? &a1_b1 : nullptr, &rescale);
+        });
+      });
+    });
+  }
+
+  // 32-bit words: the product's three components in a temporary, then the
+  // key switch of the third whose ModDown takes the rescale
+  // (narrow::mod_down_rescale).
+  void multiply_relinearize_rescale_narrow(const BackendContext& bc, const PolyArg& out, const PolyArg& a,
+                                           const PolyArg& b, const KeyArg& key) {
+    const std::size_t poly = static_cast<std::size_t>(a.limbs) * bc.context().ring_degree();
+    const std::shared_ptr<Buffer> product = allocate(3 * poly * sizeof(u32));
+    const PolyArg stored{product.get(), 3, a.limbs};
+    guarded("multiply_relinearize_rescale", [&] {
+      Op op(*this, bc, "multiply_relinearize_rescale");
+      const narrow::Poly x = op.n32(op.in(a)), y = op.n32(op.in(b));
+      const narrow::Poly p = op.n32(op.out(stored));
+      const narrow::Poly o = op.n32(op.out(out));
+      const u32* k = op.key32(key);
+      const int level = op.level(a);
+      const narrow::Prime* primes = op.primes(a);
+      op.uses_key_switch_work();
+      op.issue([&] {
+        issue_as_graph(op, a.limbs, 0, [&] {
+          narrow::multiply(op.stream(), op.n(), primes, p, x, y);
+          narrow::mod_up(op.site(), level, p.data + 2 * poly, 0);
+          narrow::inner_product(op.site(), level, k, 0);
+          narrow::mod_down_rescale(op.site(), level, o, {p.data, 2, p.limbs});
         });
       });
     });

@@ -77,7 +77,7 @@ constexpr u64 fp64_ntt_limit = u64{1} << 44;
 }  // namespace
 
 CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr<DeviceRuntime> runtime)
-    : context_(std::move(context)), runtime_(std::move(runtime)), workspace_(runtime_, context_->ring_degree()) {
+    : context_(std::move(context)), runtime_(std::move(runtime)), workspace_pool_(runtime_, context_->ring_degree()) {
   const Context& c = *context_;
   if (c.word_size() == WordSize::bits32) {
     narrow_ = std::make_unique<narrow::Tables>(c, runtime_);
@@ -209,9 +209,9 @@ CudaContext::CudaContext(std::shared_ptr<const Context> context, std::shared_ptr
     rescale_.push_back(rv);
   }
 
-  WorkspacePool::Batch temps = workspace_.batch();
+  WorkspacePool::Batch temps = workspace_pool_.batch();
   for (int lane = 0; lane < CaptureLanes::count; ++lane) rescale_temps_.push_back(temps.limbs<u64>(3));
-  workspace_.keep(std::move(temps));
+  workspace_pool_.keep(std::move(temps));
   add_lane();               // lane 0, for every operation outside a capture
   runtime_->synchronize();  // tables are in place before the first operation
 }
@@ -223,7 +223,7 @@ void CudaContext::add_lane() {
   const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(c.key_limbs());
   const std::size_t product_limbs = fuses_multiply() ? q_limbs : 0;
-  WorkspacePool::Batch buffers = workspace_.batch();
+  WorkspacePool::Batch buffers = workspace_pool_.batch();
   auto limbs = [&](std::size_t count) { return buffers.limbs<u64>(count); };
   LaneWork w;
   w.work = {limbs(q_limbs), limbs(digits * slots), limbs(2 * slots), limbs(2 * q_limbs), limbs(product_limbs)};
@@ -233,7 +233,7 @@ void CudaContext::add_lane() {
     branch.converted = limbs(2 * q_limbs);
     w.branches.push_back(branch);
   }
-  workspace_.keep(std::move(buffers));
+  workspace_pool_.keep(std::move(buffers));
   lanes_.push_back(std::move(w));
 }
 
@@ -245,7 +245,9 @@ void CudaContext::provide_capture_lanes() {
   while (static_cast<int>(lanes_.size()) < DeviceRuntime::key_switch_lanes) add_lane();
 }
 
-std::size_t CudaContext::workspace_bytes() const { return narrow_ ? narrow_->workspace_bytes() : workspace_.bytes(); }
+std::size_t CudaContext::workspace_bytes() const {
+  return narrow_ ? narrow_->workspace_bytes() : workspace_pool_.bytes();
+}
 
 CudaContext::~CudaContext() = default;
 
@@ -253,9 +255,11 @@ bool CudaContext::hoisted_on_branches(const KeySwitchView& ks) const {
   return static_cast<std::size_t>(ks.slots()) * context_->ring_degree() <= hoisted_branch_words;
 }
 
-bool CudaContext::fuses_rescale(int level) const {
-  return !narrow_ && level >= 1 && level <= context_->max_level() &&
-         kernels::fuses_rescale(launch(), key_switch(level));
+bool CudaContext::fuses_rescale(int limbs) const {
+  const int level = context_->level_of_limbs(limbs);
+  if (level < 1) return false;
+  if (narrow_) return narrow_->rescale(level).fuses_key_switch;
+  return kernels::fuses_rescale(launch(), key_switch(level));
 }
 
 kernels::Launch CudaContext::launch() const {

@@ -38,12 +38,13 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
   // 2^15: at 2^16 the fused call measured slower than the two (574 us vs 570).
   static constexpr std::size_t fused_multiply_limit = std::size_t{1} << 15;
   bool fuses_multiply() const { return !narrow_ && context_->ring_degree() <= fused_multiply_limit; }
-  // Whether multiply_relinearize_rescale at `level` is a multiply and one
-  // key switch whose ModDown takes the rescale (kernels::RescaleAfter):
-  // 64-bit words where ModDown takes its general path (kernels::fuses_rescale:
-  // not the one-special-prime paths of 2^11..2^14, where the fused call
-  // measured no faster than the two).
-  bool fuses_rescale(int level) const;
+  // Whether multiply_relinearize_rescale of operands of `limbs` limbs is a
+  // multiply and one key switch whose ModDown takes the rescale: 64-bit
+  // words where ModDown takes its general path (kernels::RescaleAfter,
+  // kernels::fuses_rescale: not the one-special-prime paths of 2^11..2^14,
+  // where the fused call measured no faster than the two); 32-bit words where
+  // the rescale drops contiguous limbs (narrow::mod_down_rescale).
+  bool fuses_rescale(int limbs) const;
   // A hoisted batch's rotations run on branches (branch_work) where a
   // level's key switch extends to at most this many words per polynomial
   // (slots x N): one rotation's latency-bound launches leave the GPU partly
@@ -93,7 +94,7 @@ class CudaContext final : public BackendContext, public std::enable_shared_from_
     kernels::KeySwitchWork work{};
     std::vector<kernels::KeySwitchWork> branches;
   };
-  WorkspacePool workspace_;  // every buffer of lanes_ and rescale_temps_
+  WorkspacePool workspace_pool_;  // every buffer of lanes_ and rescale_temps_
   std::vector<LaneWork> lanes_;
   std::vector<u64*> rescale_temps_;
   std::size_t table_bytes_ = 0;

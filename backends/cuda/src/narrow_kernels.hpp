@@ -57,9 +57,24 @@ void copy_limbs(cudaStream_t stream, u32 n, Poly out, Poly a, int offset);
 void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const u32* in, u32* out, int limbs,
                          u32 galois_element);
 // Basis conversion of `components` inputs (in + z in_stride, the converter's
-// from_count limbs each) to out + z out_stride (to_count limbs each).
+// from_count limbs each) to out + z out_stride (to_count limbs each); with
+// `accumulate`, added to what out holds.
 void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride, u32* out,
-             std::size_t out_stride, int components);
+             std::size_t out_stride, int components, bool accumulate = false);
+
+// acc_c limb i = acc_c limb i x w_i + add_c limb i (mod primes[i]) for
+// limbs i < limbs of components c = 0, 1 (strides in words): a key switch's
+// accumulators on the limbs a rescale drops, before ModDown takes the rescale.
+struct DroppedFold {
+  u32* acc;
+  std::size_t acc_stride;
+  const u32* add;
+  std::size_t add_stride;
+  const Prime* primes;
+  int limbs;
+  LimbConstants w;
+};
+void fold_dropped(cudaStream_t stream, u32 n, const DroppedFold& args);
 
 // The most digits one launch converts (their converters travel by value).
 constexpr int max_digits_per_launch = 16;

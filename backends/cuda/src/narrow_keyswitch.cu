@@ -67,7 +67,7 @@ __device__ __forceinline__ u32 scaled_residue(const ConverterView& c, int i, u32
 // (to_count limbs), coefficients [2 threadIdx.x, +2) of block blockIdx.x.
 template <int SOURCES>
 __device__ __forceinline__ void convert_block(const ConverterView& c, const u32* in, u32* out, u32 n, int chunk,
-                                              StagedTargets& staged) {
+                                              StagedTargets& staged, bool accumulate = false) {
   const int na = c.from_count;
   const int first = chunk * targets_per_block;
   const int count = min(targets_per_block, c.to_count - first);
@@ -113,18 +113,35 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
       }
     }
     const u32* overflow = staged.overflow + j * (na + 1);
-    const uint2 r{sub_mod(reduce(acc0, b), overflow[v0], b.q), sub_mod(reduce(acc1, b), overflow[v1], b.q)};
-    *reinterpret_cast<uint2*>(&to(first + j, k)) = r;
+    uint2 r{sub_mod(reduce(acc0, b), overflow[v0], b.q), sub_mod(reduce(acc1, b), overflow[v1], b.q)};
+    uint2* stored = reinterpret_cast<uint2*>(&to(first + j, k));
+    if (accumulate) {
+      const uint2 held = *stored;
+      r = {add_mod(r.x, held.x, b.q), add_mod(r.y, held.y, b.q)};
+    }
+    *stored = r;
   }
 }
 
 // Component blockIdx.z, targets of chunk blockIdx.y.
 template <int SOURCES>
 __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c, const u32* in, std::size_t in_stride,
-                                                                u32* out, std::size_t out_stride, u32 n) {
+                                                                u32* out, std::size_t out_stride, u32 n,
+                                                                bool accumulate) {
   __shared__ StagedTargets staged;
   convert_block<SOURCES>(c, in + blockIdx.z * in_stride, out + blockIdx.z * out_stride, n, static_cast<int>(blockIdx.y),
-                staged);
+                staged, accumulate);
+}
+
+// Coefficient k of limb blockIdx.y of component blockIdx.z.
+__global__ void __launch_bounds__(block_threads) fold_dropped_kernel(const __grid_constant__ DroppedFold f, u32 n) {
+  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  if (k >= n) return;
+  const int i = static_cast<int>(blockIdx.y);
+  const std::size_t at = static_cast<std::size_t>(i) * n + k;
+  const u32 q = f.primes[i].q;
+  u32& x = f.acc[blockIdx.z * f.acc_stride + at];
+  x = add_mod(mul_shoup(x, f.w.w[i], f.w.w_shoup[i], q), f.add[blockIdx.z * f.add_stride + at], q);
 }
 
 // Digit blockIdx.z, targets of chunk blockIdx.y (chunks past a digit's
@@ -249,13 +266,19 @@ void galois_coefficients(cudaStream_t stream, u32 n, const Prime* primes, const 
 }
 
 void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u32* in, std::size_t in_stride,
-             u32* out, std::size_t out_stride, int components) {
+             u32* out, std::size_t out_stride, int components, bool accumulate) {
   const auto chunks = static_cast<unsigned>((converter.to_count + targets_per_block - 1) / targets_per_block);
   const dim3 grid((n + coefficients_per_block - 1) / coefficients_per_block, chunks, static_cast<unsigned>(components));
   with_sources(converter.from_count, [&](auto sources) {
-    convert_kernel<sources()><<<grid, block_threads, 0, stream>>>(converter, in, in_stride, out, out_stride, n);
+    convert_kernel<sources()>
+        <<<grid, block_threads, 0, stream>>>(converter, in, in_stride, out, out_stride, n, accumulate);
   });
   check_launch("narrow convert");
+}
+
+void fold_dropped(cudaStream_t stream, u32 n, const DroppedFold& args) {
+  fold_dropped_kernel<<<grid_of(n, static_cast<unsigned>(args.limbs), 2), block_threads, 0, stream>>>(args, n);
+  check_launch("narrow fold_dropped");
 }
 
 void convert_digits(cudaStream_t stream, u32 n, const DigitConversion& args) {

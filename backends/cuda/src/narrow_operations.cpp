@@ -151,4 +151,45 @@ void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_gal
   t.ntt().forward_combined(converted, 2 * ks.q_limbs, s.stream, t.level_primes(level), ks.q_limbs, combine);
 }
 
+void mod_down_rescale(const Site& s, int level, Poly out, Poly add) {
+  const Tables& t = s.tables;
+  const KeySwitchTables& ks = t.key_switch(level);
+  const RescaleTables& r = t.rescale(level);
+  const int first_dropped = r.dropped.front();
+  const std::size_t accumulator = limb_words(s, ks.slots);
+  u32* acc = s.work->accumulators;
+  u32* dropped = acc + limb_words(s, first_dropped);
+  const u32* p_limbs = acc + limb_words(s, ks.q_limbs);
+  // The dropped limbs: acc P^-1 + add, then with the P limbs to the
+  // coefficient domain in one launch, less [acc_P]_d P^-1: ModDown's output there.
+  fold_dropped(s.stream, s.n,
+               {dropped, accumulator, add.data + limb_words(s, first_dropped), limb_words(s, add.limbs),
+                t.primes() + t.first(level) + first_dropped, static_cast<int>(r.dropped.size()), r.dropped_p_inverse});
+  const int inverse_limbs = 2 * ks.slots - r.fused_inverse_begin;
+  t.ntt().inverse(acc + limb_words(s, r.fused_inverse_begin), inverse_limbs, s.stream,
+                  r.fused_inverse_primes + r.fused_inverse_begin, inverse_limbs);
+  convert(s.stream, s.n, r.p_to_dropped, p_limbs, accumulator, dropped, accumulator, 2, true);
+  // y_t = [acc_P]_t P^-1 A_t + the rescale's conversion of the dropped limbs.
+  u32* converted = s.work->converted;
+  const std::size_t out_words = limb_words(s, out.limbs);
+  convert(s.stream, s.n, r.p_to_out, p_limbs, accumulator, converted, out_words, 2);
+  convert(s.stream, s.n, r.from_dropped, dropped, accumulator, converted, out_words, 2, true);
+  // Their NTT, combined on the way out: out_c = (acc_c P^-1 A - y) D^-1 + add_c A D^-1
+  // (acc_c and add_c at limb source_i).
+  ForwardCombine combine{};
+  combine.limbs = out.limbs;
+  for (int c = 0; c < 2; ++c) {
+    combine.out[c] = out.data + c * out_words;
+    combine.x[c] = acc + c * accumulator;
+    combine.add[c] = add.data + c * limb_words(s, add.limbs);
+  }
+  for (int i = 0; i < out.limbs; ++i) combine.source[i] = r.source[static_cast<std::size_t>(i)];
+  combine.scale_x = true;
+  combine.x_factor = r.p_inverse_added;
+  combine.w = r.dropped_inverse;
+  combine.add_at_source = true;
+  combine.add_factor = r.added_over_dropped;
+  t.ntt().forward_combined(converted, 2 * out.limbs, s.stream, t.level_primes(level - 1), out.limbs, combine);
+}
+
 }  // namespace fhelium::cuda::narrow

@@ -35,5 +35,9 @@ void inner_product(const Site& s, int level, const u32* key, u32 galois_element)
 // out_c = ModDown(accumulator_c) + add_c for c = 0, 1 (add_c may be null;
 // add_0 is read through X -> X^g when add0_galois is not 0).
 void mod_down(const Site& s, int level, u32* out0, const u32* add0, u32 add0_galois, u32* out1, const u32* add1);
+// out (level - 1) = the rescale of (ModDown(accumulator_c) + add_c) for
+// c = 0, 1, add at `level`: ModDown takes the rescale, so the kept limbs
+// take one forward transform (RescaleTables::fuses_key_switch).
+void mod_down_rescale(const Site& s, int level, Poly out, Poly add);
 
 }  // namespace fhelium::cuda::narrow

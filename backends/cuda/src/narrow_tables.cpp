@@ -46,8 +46,9 @@ struct ConverterOffsets {
 };
 
 // `scale[i]` multiplies the scaled residues of prime i (converts x times a
-// constant; empty: 1).
-ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::vector<u64>& scale = {}) {
+// constant; empty: 1); `out_scale[j]` multiplies target j's residues.
+ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::vector<u64>& scale = {},
+                               const std::vector<u64>& out_scale = {}) {
   const std::size_t na = c.from().size();
   if (na > static_cast<std::size_t>(max_from_primes)) {
     throw BackendError("cuda: a basis conversion from " + std::to_string(na) + " primes, expected at most " +
@@ -60,8 +61,15 @@ ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::v
     hat_inverse.push_back(static_cast<u32>(w));
     hat_inverse_shoup.push_back(shoup(static_cast<u32>(w), static_cast<u32>(a.value)));
   }
-  for (u64 x : c.hat_mod_to()) hat_mod_to.push_back(static_cast<u32>(x));
-  for (u64 x : c.overflow_mod_to()) overflow.push_back(static_cast<u32>(x));
+  const auto target_scaled = [&](const std::vector<u64>& table, std::vector<u32>& out) {
+    const std::size_t row = table.size() / c.to().size();
+    for (std::size_t at = 0; at < table.size(); ++at) {
+      const std::size_t j = at / row;
+      out.push_back(static_cast<u32>(out_scale.empty() ? table[at] : mul_mod(table[at], out_scale[j], c.to()[j])));
+    }
+  };
+  target_scaled(c.hat_mod_to(), hat_mod_to);
+  target_scaled(c.overflow_mod_to(), overflow);
   ConverterOffsets o{};
   o.from_count = static_cast<int>(na);
   o.to_count = static_cast<int>(c.to().size());
@@ -111,24 +119,32 @@ LevelZero level_zero_of(const Context& c) {
   return zero;
 }
 
-}  // namespace
-
-LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w) {
+// w_i and Shoup's constants modulo primes[i].
+LimbConstants constants_of(const std::vector<Modulus>& primes, std::span<const u64> w) {
   if (w.size() > static_cast<std::size_t>(max_limbs)) {
     throw BackendError("cuda: " + std::to_string(w.size()) + " limbs, expected at most " + std::to_string(max_limbs) +
                        " in 32-bit words");
   }
   LimbConstants out{};
   for (std::size_t i = 0; i < w.size(); ++i) {
-    const auto q = static_cast<u32>(c.level_modulus(level, static_cast<int>(i)).value);
     out.w[i] = static_cast<u32>(w[i]);
-    out.w_shoup[i] = shoup(out.w[i], q);
+    out.w_shoup[i] = shoup(out.w[i], static_cast<u32>(primes[i].value));
   }
   return out;
 }
 
+}  // namespace
+
+LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w) {
+  std::vector<Modulus> primes;
+  for (std::size_t i = 0; i < std::min(w.size(), static_cast<std::size_t>(max_limbs)); ++i) {
+    primes.push_back(c.level_modulus(level, static_cast<int>(i)));
+  }
+  return constants_of(primes, w);
+}
+
 Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
-    : key_limbs_(c.key_limbs()), workspace_buffers_(runtime, c.ring_degree()) {
+    : key_limbs_(c.key_limbs()), workspace_pool_(runtime, c.ring_degree()) {
   const std::size_t n = c.ring_degree();
   const int key_limbs = c.key_limbs();
   const int q_count = c.q_count();
@@ -152,6 +168,8 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
     std::vector<ConverterOffsets> mod_up;
     ConverterOffsets mod_down{};
     std::optional<ConverterOffsets> from_dropped;
+    std::size_t fused_inverse_primes = 0;
+    ConverterOffsets p_to_dropped{}, p_to_out{};
   };
   std::vector<LevelOffsets> offsets;
   std::size_t max_dropped = 0;
@@ -209,6 +227,45 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
       r.added = limb_constants(c, level - 1, rs.added_mod_out);
       r.dropped_inverse = limb_constants(c, level - 1, rs.dropped_inverse);
       max_dropped = std::max(max_dropped, rs.dropped.size());
+      if (r.dropped_contiguous) {
+        // multiply_relinearize_rescale's ModDown takes the rescale
+        // (mod_down_rescale). On the dropped limbs ModDown's output, in the
+        // coefficient domain, is that of acc P^-1 + add less [acc_P]_d P^-1;
+        // on the kept ones the rescale's x A becomes acc P^-1 A + add A, and
+        // [acc_P]_t P^-1 A joins the rescale's conversion before their one
+        // forward transform.
+        r.fuses_key_switch = true;
+        std::vector<int> inverse_primes(2 * static_cast<std::size_t>(slots), -1);
+        for (int s = 0; s < slots; ++s) {
+          const bool dropped = s >= r.dropped.front() && s <= r.dropped.back();
+          if (!dropped && s < basis.count) continue;
+          inverse_primes[static_cast<std::size_t>(s)] = c.key_limb(level, s);
+          inverse_primes[static_cast<std::size_t>(slots + s)] = c.key_limb(level, s);
+        }
+        r.fused_inverse_begin = r.dropped.front();
+        lo.fused_inverse_primes = blob.add(inverse_primes);
+        const std::vector<Modulus>& dropped_moduli = rs.from_dropped->from();
+        const std::vector<Modulus>& out_moduli = rs.from_dropped->to();
+        std::vector<u64> p_inverse_dropped, minus_p_inverse_dropped, p_inverse_added, added_over_dropped;
+        for (std::size_t d = 0; d < rs.dropped.size(); ++d) {
+          const u64 inverse = ks.p_inverse[static_cast<std::size_t>(rs.dropped[d])];
+          p_inverse_dropped.push_back(inverse);
+          minus_p_inverse_dropped.push_back(inverse == 0 ? 0 : dropped_moduli[d].value - inverse);
+        }
+        for (std::size_t i = 0; i < out_moduli.size(); ++i) {
+          const Modulus& prime = out_moduli[i];
+          const int source = rs.source[i];
+          p_inverse_added.push_back(
+              source < 0 ? 0 : mul_mod(ks.p_inverse[static_cast<std::size_t>(source)], rs.added_mod_out[i], prime));
+          added_over_dropped.push_back(mul_mod(rs.added_mod_out[i], rs.dropped_inverse[i], prime));
+        }
+        const std::vector<Modulus>& p_moduli = ks.mod_down.from();
+        lo.p_to_dropped = add_converter(blob, BasisConverter(p_moduli, dropped_moduli), {}, minus_p_inverse_dropped);
+        lo.p_to_out = add_converter(blob, BasisConverter(p_moduli, out_moduli), {}, p_inverse_added);
+        r.dropped_p_inverse = constants_of(dropped_moduli, p_inverse_dropped);
+        r.p_inverse_added = limb_constants(c, level - 1, p_inverse_added);
+        r.added_over_dropped = limb_constants(c, level - 1, added_over_dropped);
+      }
     }
     rescale_.push_back(std::move(r));
     offsets.push_back(std::move(lo));
@@ -233,6 +290,11 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
       RescaleTables& r = rescale_[static_cast<std::size_t>(level)];
       r.dropped_primes = at<int>(base, lo.dropped_primes);
       r.from_dropped = view_of(*lo.from_dropped, base);
+      if (r.fuses_key_switch) {
+        r.fused_inverse_primes = at<int>(base, lo.fused_inverse_primes);
+        r.p_to_dropped = view_of(lo.p_to_dropped, base);
+        r.p_to_out = view_of(lo.p_to_out, base);
+      }
     }
   }
 
@@ -244,10 +306,10 @@ void Tables::add_workspace(const Context& c) {
   const auto q = static_cast<std::size_t>(c.q_count());
   const auto digits = static_cast<std::size_t>(c.key_digits());
   const auto slots = static_cast<std::size_t>(key_limbs_);
-  WorkspacePool::Batch buffers = workspace_buffers_.batch();
+  WorkspacePool::Batch buffers = workspace_pool_.batch();
   auto limbs = [&](std::size_t count) { return buffers.limbs<u32>(count); };
   const Workspace w{limbs(q), limbs(q), limbs(digits * slots), limbs(2 * slots), limbs(3 * q), limbs(3 * max_dropped_)};
-  workspace_buffers_.keep(std::move(buffers));
+  workspace_pool_.keep(std::move(buffers));
   workspaces_.push_back(w);
 }
 

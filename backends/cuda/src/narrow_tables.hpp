@@ -48,6 +48,19 @@ struct RescaleTables {
   int source[max_limbs] = {};           // limb of level l with limb i's prime, or -1
   LimbConstants added{};                // [A]_{t}
   LimbConstants dropped_inverse{};      // [D^-1]_{t}
+
+  // multiply_relinearize_rescale as one key switch whose ModDown takes the
+  // rescale (mod_down_rescale; where the dropped limbs are contiguous).
+  bool fuses_key_switch = false;
+  // Both accumulators' dropped and P limbs (device map over 2 x slots limbs:
+  // their key limbs, -1 for the others), from limb fused_inverse_begin on.
+  const int* fused_inverse_primes = nullptr;
+  int fused_inverse_begin = 0;
+  LimbConstants dropped_p_inverse{};   // [P^-1]_d, d the dropped primes
+  ConverterView p_to_dropped{};        // P -> the dropped primes, times -P^-1
+  ConverterView p_to_out{};            // P -> level l - 1's primes, times P^-1 A
+  LimbConstants p_inverse_added{};     // [P^-1 A]_t (0 for an added prime)
+  LimbConstants added_over_dropped{};  // [A D^-1]_t
 };
 
 // w_i and Shoup's constants modulo the primes of `level`'s limbs (at most max_limbs).
@@ -83,7 +96,7 @@ class Tables {
   const Workspace& workspace(int lane) const { return workspaces_.at(static_cast<std::size_t>(lane)); }
 
   std::size_t table_bytes() const { return table_bytes_; }
-  std::size_t workspace_bytes() const { return workspace_buffers_.bytes(); }
+  std::size_t workspace_bytes() const { return workspace_pool_.bytes(); }
   // Every key-switching lane's workspace (CudaContext::provide_capture_lanes;
   // `c` is the context these tables were built for).
   void provide_workspaces(const Context& c);
@@ -102,7 +115,7 @@ class Tables {
   std::vector<KeySwitchTables> key_switch_;
   std::vector<RescaleTables> rescale_;
   LevelZero level_zero_{};
-  WorkspacePool workspace_buffers_;
+  WorkspacePool workspace_pool_;
   std::vector<Workspace> workspaces_;
   std::size_t table_bytes_ = 0;
 };

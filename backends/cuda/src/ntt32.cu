@@ -54,7 +54,16 @@ __device__ __forceinline__ void store(const ForwardCombine& c, u32*, u32 k, uint
   const u32 w = c.w.w[i], w_shoup = c.w.w_shoup[i];
   u32 r[4] = {narrow::mul_shoup(x.x - y.x + q, w, w_shoup, q), narrow::mul_shoup(x.y - y.y + q, w, w_shoup, q),
               narrow::mul_shoup(x.z - y.z + q, w, w_shoup, q), narrow::mul_shoup(x.w - y.w + q, w, w_shoup, q)};
-  if (const u32* add = c.add[component]) {
+  if (const u32* add = c.add[component]; add != nullptr && c.add_at_source) {
+    if (source >= 0) {
+      const uint4 a = *reinterpret_cast<const uint4*>(add + static_cast<std::size_t>(source) * n + k);
+      const u32 f = c.add_factor.w[i], f_shoup = c.add_factor.w_shoup[i];
+      r[0] = narrow::add_mod(r[0], narrow::mul_shoup(a.x, f, f_shoup, q), q);
+      r[1] = narrow::add_mod(r[1], narrow::mul_shoup(a.y, f, f_shoup, q), q);
+      r[2] = narrow::add_mod(r[2], narrow::mul_shoup(a.z, f, f_shoup, q), q);
+      r[3] = narrow::add_mod(r[3], narrow::mul_shoup(a.w, f, f_shoup, q), q);
+    }
+  } else if (add != nullptr) {
     const u32* row = add + static_cast<std::size_t>(i) * n;
     const u32 g = c.add_galois[component];
     if (g != 0) {

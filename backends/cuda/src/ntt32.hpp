@@ -24,7 +24,9 @@ namespace fhelium::cuda {
 // component c = b / limbs, and out_c limb i = (X - y) w_i + add_c(X^g_c)
 // mod q_i, y the transform's word, X = x_c limb source_i times A_i (as it is
 // unless scale_x; 0 where source_i < 0 or x_c is null), add_c read through
-// X -> X^g_c when g_c is not 0. The input is left as it was.
+// X -> X^g_c when g_c is not 0. With add_at_source (a key switch that takes
+// the rescale), add_c is read as x_c is, limb source_i times add_factor_i (0
+// where source_i < 0), and not through X^g. The input is left as it was.
 struct ForwardCombine {
   static constexpr int max_components = 3;
   int limbs;
@@ -36,6 +38,8 @@ struct ForwardCombine {
   bool scale_x;
   narrow::LimbConstants x_factor;  // A_i
   narrow::LimbConstants w;
+  bool add_at_source;
+  narrow::LimbConstants add_factor;
 };
 
 class DeviceNtt32 {
