@@ -565,9 +565,10 @@ class CudaBackend final : public Backend {
   }
 
   // Where the context fuses it (CudaContext::fuses_rescale), the product in
-  // a temporary, then one key switch whose ModDown takes the rescale: an
-  // inverse NTT of the dropped limb and one forward NTT of the kept limbs
-  // instead of three transforms. Where
+  // a temporary, then one key switch whose ModDown takes the rescale: with
+  // 64-bit words an inverse NTT of the dropped limb and one forward NTT of
+  // the kept limbs instead of three transforms (32-bit words:
+  // multiply_relinearize_rescale_narrow). Where
   // multiply_relinearize never stores a1 b1 (fuses_multiply), the temporary
   // holds the product's linear part only, as there. Shapes are checked
   // before any kernel reads an operand.

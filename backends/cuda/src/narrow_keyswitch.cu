@@ -1,5 +1,6 @@
 // Key switching and rescale kernels in 32-bit words (narrow_kernels.hpp):
-// the cpu backend's 32-bit paths, residue for residue.
+// the cpu backend's 32-bit paths, residue for residue (fold_dropped, a step
+// of the fused ModDown and rescale, exact modular arithmetic).
 #include <algorithm>
 #include <type_traits>
 #include <cuda/std/bit>

@@ -1,7 +1,9 @@
 // The 32-bit word family's multi-kernel operations on the GPU: transforms of
 // a value, rescale by a level of several primes, and hybrid key switching in
 // three steps, each the cpu backend's 32-bit path in the same order (so the
-// residues are the same).
+// residues are the same). mod_down_rescale has no such path: it reorders
+// ModDown then rescale by exact modular identities, so its residues are
+// theirs too.
 #pragma once
 
 #include "narrow_tables.hpp"

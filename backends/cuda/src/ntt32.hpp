@@ -36,7 +36,7 @@ struct ForwardCombine {
   u32 add_galois[max_components];
   int source[narrow::max_limbs];
   bool scale_x;
-  narrow::LimbConstants x_factor;  // A_i
+  narrow::LimbConstants x_factor;  // A_i, the factor of x
   narrow::LimbConstants w;
   bool add_at_source;
   narrow::LimbConstants add_factor;
