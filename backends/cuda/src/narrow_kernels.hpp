@@ -63,14 +63,16 @@ void convert(cudaStream_t stream, u32 n, const ConverterView& converter, const u
              std::size_t out_stride, int components, bool accumulate = false);
 
 // acc_c limb i = acc_c limb i x w_i + add_c limb i (mod primes[i]) for
-// limbs i < limbs of components c = 0, 1 (strides in words): a key switch's
-// accumulators on the limbs a rescale drops, before ModDown takes the rescale.
+// limbs first <= i < first + limbs of components c = 0, 1 (strides in
+// words): a key switch's accumulators on the limbs a rescale drops, before
+// ModDown takes the rescale.
 struct DroppedFold {
   u32* acc;
   std::size_t acc_stride;
   const u32* add;
   std::size_t add_stride;
   const Prime* primes;
+  int first;
   int limbs;
   LimbConstants w;
 };

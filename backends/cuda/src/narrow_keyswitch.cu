@@ -54,9 +54,14 @@ constexpr u32 coefficients_per_block = 2 * block_threads;
 
 struct StagedTargets {
   Prime to[targets_per_block];
-  u32 hat[targets_per_block * max_from_primes];              // [A/a_i]_{b_j} at j*|A|+i
-  u32 overflow[targets_per_block * (max_from_primes + 1)];  // [v A]_{b_j} at j*(|A|+1)+v
+  alignas(16) u32 hat[targets_per_block * max_from_primes];  // [A/a_i]_{b_j} at j*max_from_primes+i, 0 past |A|
+  u32 overflow[targets_per_block * (max_from_primes + 1)];   // [v A]_{b_j} at j*(|A|+1)+v
 };
+
+// h [2^32]_b + l for x = h 2^32 + l: the same residue mod b, below (2^32 - 1) b.
+__device__ __forceinline__ std::uint64_t fold(std::uint64_t x, const Prime& b) {
+  return static_cast<std::uint64_t>(static_cast<u32>(x >> 32)) * b.two32 + static_cast<u32>(x);
+}
 
 __device__ __forceinline__ u32 scaled_residue(const ConverterView& c, int i, u32 x, double& overflow) {
   const u32 r = mul_shoup(x, c.hat_inverse[i], c.hat_inverse_shoup[i], c.from[i].q);
@@ -72,8 +77,9 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
   const int na = c.from_count;
   const int first = chunk * targets_per_block;
   const int count = min(targets_per_block, c.to_count - first);
-  for (int t = static_cast<int>(threadIdx.x); t < count * na; t += block_threads) {
-    staged.hat[t] = c.hat_mod_to[first * na + t];
+  for (int t = static_cast<int>(threadIdx.x); t < count * max_from_primes; t += block_threads) {
+    const int j = t / max_from_primes, i = t % max_from_primes;
+    staged.hat[t] = i < na ? c.hat_mod_to[(first + j) * na + i] : 0;
   }
   for (int t = static_cast<int>(threadIdx.x); t < count * (na + 1); t += block_threads) {
     staged.overflow[t] = c.overflow_mod_to[first * (na + 1) + t];
@@ -96,20 +102,27 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
   }
   const auto v0 = static_cast<u32>(__dadd_rn(overflow0, 0.5));
   const auto v1 = static_cast<u32>(__dadd_rn(overflow1, 0.5));
+  constexpr int quads = (SOURCES + 3) / 4;
   for (int j = 0; j < count; ++j) {
     const Prime b = staged.to[j];
-    const u32* hat = staged.hat + j * na;
+    u32 hat[4 * quads];
+#pragma unroll
+    for (int g = 0; g < quads; ++g) {
+      const uint4 h = reinterpret_cast<const uint4*>(staged.hat + j * max_from_primes)[g];
+      hat[4 * g] = h.x;
+      hat[4 * g + 1] = h.y;
+      hat[4 * g + 2] = h.z;
+      hat[4 * g + 3] = h.w;
+    }
     std::uint64_t acc0 = 0, acc1 = 0;
 #pragma unroll
     for (int i = 0; i < SOURCES; ++i) {
       if (i < na) {
-        const u32 h = hat[i];
-        acc0 += static_cast<std::uint64_t>(y0[i]) * h;
-        acc1 += static_cast<std::uint64_t>(y1[i]) * h;
-        // Four products of values below 2^31 - 1, on a sum below 2^31, stay below 2^64.
-        if (i % 4 == 3 && i + 1 < na) {
-          acc0 = reduce(acc0, b);
-          acc1 = reduce(acc1, b);
+        acc0 += static_cast<std::uint64_t>(y0[i]) * hat[i];
+        acc1 += static_cast<std::uint64_t>(y1[i]) * hat[i];
+        if ((c.fold_after >> i) & 1u) {
+          acc0 = fold(acc0, b);
+          acc1 = fold(acc1, b);
         }
       }
     }
@@ -134,11 +147,11 @@ __global__ void __launch_bounds__(block_threads) convert_kernel(ConverterView c,
                 staged, accumulate);
 }
 
-// Coefficient k of limb blockIdx.y of component blockIdx.z.
+// Coefficient k of limb first + blockIdx.y of component blockIdx.z.
 __global__ void __launch_bounds__(block_threads) fold_dropped_kernel(const __grid_constant__ DroppedFold f, u32 n) {
   const u32 k = blockIdx.x * block_threads + threadIdx.x;
   if (k >= n) return;
-  const int i = static_cast<int>(blockIdx.y);
+  const int i = f.first + static_cast<int>(blockIdx.y);
   const std::size_t at = static_cast<std::size_t>(i) * n + k;
   const u32 q = f.primes[i].q;
   u32& x = f.acc[blockIdx.z * f.acc_stride + at];
@@ -180,36 +193,52 @@ __device__ __forceinline__ int position_in_digit(int slot, int begin, int end, i
   return slot < begin ? slot : slot - own;
 }
 
-// Thread k of slot blockIdx.y: sum over digits j of extended_j x key_j (b
-// and a parts), 64-bit sums of 32-bit products folded every third digit.
+// Thread t of slot blockIdx.y, coefficients k = 2t and 2t + 1: sum over
+// digits j of extended_j x key_j (b and a parts), 64-bit sums of 32-bit
+// products reduced every `products` digits: 7 below 2^30.5 (q + 7 (q - 1)^2
+// < 2^64), else 3.
 __global__ void __launch_bounds__(block_threads) inner_product_kernel(InnerProduct p, u32 n) {
-  const u32 k = blockIdx.x * block_threads + threadIdx.x;
+  const u32 k = 2 * (blockIdx.x * block_threads + threadIdx.x);
   if (k >= n) return;
   const int slot = static_cast<int>(blockIdx.y);
   const int key_limb = p.slot_primes[slot];
   const Prime m = p.primes[key_limb];
-  const u32 index = p.galois_element ? automorphism_index(k, p.galois_element, log2_of(n)) : k;
+  const int products = m.q < 0x5a827999u ? 7 : 3;  // 2^30.5
+  const u32 index0 = p.galois_element ? automorphism_index(k, p.galois_element, log2_of(n)) : k;
+  const u32 index1 = p.galois_element ? automorphism_index(k + 1, p.galois_element, log2_of(n)) : k + 1;
   const auto slots = static_cast<std::size_t>(p.slots);
   const auto key_limbs = static_cast<std::size_t>(p.key_limbs);
   const ConstComponents extended(p.extended, static_cast<std::size_t>(p.digits), slots, n);
   // The key's digits, each a (b, a) pair of key_limbs limbs.
   const ::cuda::std::mdspan<const u32, ::cuda::std::dextents<std::size_t, 4>> key(
       p.key, static_cast<std::size_t>(p.first_digit + p.digits), 2, key_limbs, n);
-  std::uint64_t sum0 = 0, sum1 = 0;
+  std::uint64_t sum[2][2] = {};  // [part][coefficient]
+  int pending = 0;
   for (int j = 0; j < p.digits; ++j) {
     const int position = position_in_digit(slot, p.digit_begin[j], p.digit_end[j], p.slots);
-    const u32 x = extended(j, position, index);
+    const u32 x0 = extended(j, position, index0);
+    const u32 x1 = extended(j, position, index1);
     const int key_digit = p.first_digit + j;
-    sum0 += static_cast<std::uint64_t>(x) * key(key_digit, 0, key_limb, k);
-    sum1 += static_cast<std::uint64_t>(x) * key(key_digit, 1, key_limb, k);
-    if (j % 3 == 2) {
-      sum0 = reduce(sum0, m);
-      sum1 = reduce(sum1, m);
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      const uint2 w = *reinterpret_cast<const uint2*>(&key(key_digit, part, key_limb, k));
+      sum[part][0] += static_cast<std::uint64_t>(x0) * w.x;
+      sum[part][1] += static_cast<std::uint64_t>(x1) * w.y;
+    }
+    if (++pending == products) {
+#pragma unroll
+      for (int part = 0; part < 2; ++part) {
+        sum[part][0] = reduce(sum[part][0], m);
+        sum[part][1] = reduce(sum[part][1], m);
+      }
+      pending = 0;
     }
   }
   const Components accumulators(p.accumulators, 2, slots, n);
-  accumulators(0, slot, k) = reduce(sum0, m);
-  accumulators(1, slot, k) = reduce(sum1, m);
+#pragma unroll
+  for (int part = 0; part < 2; ++part) {
+    *reinterpret_cast<uint2*>(&accumulators(part, slot, k)) = {reduce(sum[part][0], m), reduce(sum[part][1], m)};
+  }
 }
 
 // Coefficient blockIdx.x * block_threads + threadIdx.x of component blockIdx.y.
@@ -301,7 +330,7 @@ void own_limbs(cudaStream_t stream, u32 n, const OwnLimbs& args) {
 }
 
 void inner_product(cudaStream_t stream, u32 n, const InnerProduct& args) {
-  inner_product_kernel<<<grid_of(n, static_cast<unsigned>(args.slots)), block_threads, 0, stream>>>(args, n);
+  inner_product_kernel<<<grid_of(n / 2, static_cast<unsigned>(args.slots)), block_threads, 0, stream>>>(args, n);
   check_launch("narrow inner_product");
 }
 

@@ -163,8 +163,8 @@ void mod_down_rescale(const Site& s, int level, Poly out, Poly add) {
   // The dropped limbs: acc P^-1 + add, then with the P limbs to the
   // coefficient domain in one launch, less [acc_P]_d P^-1: ModDown's output there.
   fold_dropped(s.stream, s.n,
-               {dropped, accumulator, add.data + limb_words(s, first_dropped), limb_words(s, add.limbs),
-                t.primes() + t.first(level) + first_dropped, static_cast<int>(r.dropped.size()), r.dropped_p_inverse});
+               {acc, accumulator, add.data, limb_words(s, add.limbs), t.primes() + t.first(level), first_dropped,
+                static_cast<int>(r.dropped.size()), ks.p_inverse});
   const int inverse_limbs = 2 * ks.slots - r.fused_inverse_begin;
   t.ntt().inverse(acc + limb_words(s, r.fused_inverse_begin), inverse_limbs, s.stream,
                   r.fused_inverse_primes + r.fused_inverse_begin, inverse_limbs);

@@ -43,7 +43,29 @@ std::vector<Prime> primes_of(const std::vector<Modulus>& moduli) {
 struct ConverterOffsets {
   int from_count, to_count;
   std::size_t from, to, hat_inverse, hat_inverse_shoup, inverse_double, hat_mod_to, overflow_mod_to;
+  u32 fold_after;
 };
+
+// ConverterView::fold_after: a target's sum takes products y_i [A/a_i]_{b_j}
+// below (a_i - 1)(b - 1), b the largest target, until the next would pass
+// 2^64 - 1; a fold leaves at most (2^32 - 1) b. At the 2^16 _int32 preset
+// a digit of 10 primes folds once, instead of two reductions to [0, b).
+u32 fold_schedule(const std::vector<Modulus>& from, const std::vector<Modulus>& to) {
+  u64 b = 0;
+  for (const Modulus& m : to) b = std::max(b, m.value);
+  const u64 folded = u64{0xffffffffu} * b;  // b < 2^31: every bound fits in 64 bits
+  u32 fold_after = 0;
+  u64 bound = 0;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const u64 product = (from[i].value - 1) * (b - 1);
+    if (product > ~u64{0} - bound) {
+      fold_after |= 1u << (i - 1);
+      bound = folded;
+    }
+    bound += product;
+  }
+  return fold_after;
+}
 
 // `scale[i]` multiplies the scaled residues of prime i (converts x times a
 // constant; empty: 1); `out_scale[j]` multiplies target j's residues.
@@ -53,6 +75,11 @@ ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::v
   if (na > static_cast<std::size_t>(max_from_primes)) {
     throw BackendError("cuda: a basis conversion from " + std::to_string(na) + " primes, expected at most " +
                        std::to_string(max_from_primes) + " in 32-bit words");
+  }
+  if ((!scale.empty() && scale.size() != na) || (!out_scale.empty() && out_scale.size() != c.to().size())) {
+    throw BackendError("cuda: a basis conversion's scales have " + std::to_string(scale.size()) + " and " +
+                       std::to_string(out_scale.size()) + " entries, expected " + std::to_string(na) + " and " +
+                       std::to_string(c.to().size()) + " (or none)");
   }
   std::vector<u32> hat_inverse, hat_inverse_shoup, hat_mod_to, overflow;
   for (std::size_t i = 0; i < na; ++i) {
@@ -80,6 +107,7 @@ ConverterOffsets add_converter(Blob& blob, const BasisConverter& c, const std::v
   o.inverse_double = blob.add(c.inverse_as_double());
   o.hat_mod_to = blob.add(hat_mod_to);
   o.overflow_mod_to = blob.add(overflow);
+  o.fold_after = fold_schedule(c.from(), c.to());
   return o;
 }
 
@@ -97,7 +125,8 @@ ConverterView view_of(const ConverterOffsets& o, const std::byte* base) {
           at<u32>(base, o.hat_inverse_shoup),
           at<double>(base, o.inverse_double),
           at<u32>(base, o.hat_mod_to),
-          at<u32>(base, o.overflow_mod_to)};
+          at<u32>(base, o.overflow_mod_to),
+          o.fold_after};
 }
 
 // Level 0's primes and (q_0 .. q_(j-1))^-1 mod q_j, as Backend::mod_raise
@@ -119,28 +148,20 @@ LevelZero level_zero_of(const Context& c) {
   return zero;
 }
 
-// w_i and Shoup's constants modulo primes[i].
-LimbConstants constants_of(const std::vector<Modulus>& primes, std::span<const u64> w) {
+}  // namespace
+
+LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w) {
   if (w.size() > static_cast<std::size_t>(max_limbs)) {
     throw BackendError("cuda: " + std::to_string(w.size()) + " limbs, expected at most " + std::to_string(max_limbs) +
                        " in 32-bit words");
   }
   LimbConstants out{};
   for (std::size_t i = 0; i < w.size(); ++i) {
+    const auto q = static_cast<u32>(c.level_modulus(level, static_cast<int>(i)).value);
     out.w[i] = static_cast<u32>(w[i]);
-    out.w_shoup[i] = shoup(out.w[i], static_cast<u32>(primes[i].value));
+    out.w_shoup[i] = shoup(out.w[i], q);
   }
   return out;
-}
-
-}  // namespace
-
-LimbConstants limb_constants(const Context& c, int level, std::span<const u64> w) {
-  std::vector<Modulus> primes;
-  for (std::size_t i = 0; i < std::min(w.size(), static_cast<std::size_t>(max_limbs)); ++i) {
-    primes.push_back(c.level_modulus(level, static_cast<int>(i)));
-  }
-  return constants_of(primes, w);
 }
 
 Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
@@ -246,10 +267,9 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
         lo.fused_inverse_primes = blob.add(inverse_primes);
         const std::vector<Modulus>& dropped_moduli = rs.from_dropped->from();
         const std::vector<Modulus>& out_moduli = rs.from_dropped->to();
-        std::vector<u64> p_inverse_dropped, minus_p_inverse_dropped, p_inverse_added, added_over_dropped;
+        std::vector<u64> minus_p_inverse_dropped, p_inverse_added, added_over_dropped;
         for (std::size_t d = 0; d < rs.dropped.size(); ++d) {
           const u64 inverse = ks.p_inverse[static_cast<std::size_t>(rs.dropped[d])];
-          p_inverse_dropped.push_back(inverse);
           minus_p_inverse_dropped.push_back(inverse == 0 ? 0 : dropped_moduli[d].value - inverse);
         }
         for (std::size_t i = 0; i < out_moduli.size(); ++i) {
@@ -262,7 +282,6 @@ Tables::Tables(const Context& c, const std::shared_ptr<DeviceRuntime>& runtime)
         const std::vector<Modulus>& p_moduli = ks.mod_down.from();
         lo.p_to_dropped = add_converter(blob, BasisConverter(p_moduli, dropped_moduli), {}, minus_p_inverse_dropped);
         lo.p_to_out = add_converter(blob, BasisConverter(p_moduli, out_moduli), {}, p_inverse_added);
-        r.dropped_p_inverse = constants_of(dropped_moduli, p_inverse_dropped);
         r.p_inverse_added = limb_constants(c, level - 1, p_inverse_added);
         r.added_over_dropped = limb_constants(c, level - 1, added_over_dropped);
       }

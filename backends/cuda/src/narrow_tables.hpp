@@ -56,7 +56,6 @@ struct RescaleTables {
   // their key limbs, -1 for the others), from limb fused_inverse_begin on.
   const int* fused_inverse_primes = nullptr;
   int fused_inverse_begin = 0;
-  LimbConstants dropped_p_inverse{};   // [P^-1]_d, d the dropped primes
   ConverterView p_to_dropped{};        // P -> the dropped primes, times -P^-1
   ConverterView p_to_out{};            // P -> level l - 1's primes, times P^-1 A
   LimbConstants p_inverse_added{};     // [P^-1 A]_t (0 for an added prime)

@@ -28,6 +28,9 @@ struct ConverterView {
   const double* inverse_double;  // 1.0 / a_i
   const u32* hat_mod_to;         // [A/a_i]_{b_j} at j*|A|+i
   const u32* overflow_mod_to;    // [v A]_{b_j} at j*(|A|+1)+v
+  // Bit i: a target's 64-bit sum of products is folded to h [2^32]_{b_j} + l
+  // after source i's, where the next products would overflow it otherwise.
+  u32 fold_after;
 };
 
 // The most primes a converter takes from (they sit in registers).
