@@ -11,6 +11,14 @@ __device__ __forceinline__ u32 mul_shoup_lazy(u32 x, u32 w, u32 w_shoup, u32 q) 
   return x * w - __umulhi(x, w_shoup) * q;
 }
 
+// a b + c in one wide multiply-add: written out because the compiler, given
+// the operands already widened to 64 bits, multiplies all 64 bits.
+__device__ __forceinline__ std::uint64_t mad_wide(u32 a, u32 b, std::uint64_t c) {
+  std::uint64_t r;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(r) : "r"(a), "r"(b), "l"(c));
+  return r;
+}
+
 __device__ __forceinline__ u32 mul_shoup(u32 x, u32 w, u32 w_shoup, u32 q) {
   const u32 r = mul_shoup_lazy(x, w, w_shoup, q);
   return r >= q ? r - q : r;

@@ -60,7 +60,7 @@ struct StagedTargets {
 
 // h [2^32]_b + l for x = h 2^32 + l: the same residue mod b, below (2^32 - 1) b.
 __device__ __forceinline__ std::uint64_t fold(std::uint64_t x, const Prime& b) {
-  return static_cast<std::uint64_t>(static_cast<u32>(x >> 32)) * b.two32 + static_cast<u32>(x);
+  return mad_wide(static_cast<u32>(x >> 32), b.two32, static_cast<u32>(x));
 }
 
 __device__ __forceinline__ u32 scaled_residue(const ConverterView& c, int i, u32 x, double& overflow) {
@@ -118,8 +118,8 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
 #pragma unroll
     for (int i = 0; i < SOURCES; ++i) {
       if (i < na) {
-        acc0 += static_cast<std::uint64_t>(y0[i]) * hat[i];
-        acc1 += static_cast<std::uint64_t>(y1[i]) * hat[i];
+        acc0 = mad_wide(y0[i], hat[i], acc0);
+        acc1 = mad_wide(y1[i], hat[i], acc1);
         if ((c.fold_after >> i) & 1u) {
           acc0 = fold(acc0, b);
           acc1 = fold(acc1, b);
@@ -222,8 +222,8 @@ __global__ void __launch_bounds__(block_threads) inner_product_kernel(InnerProdu
 #pragma unroll
     for (int part = 0; part < 2; ++part) {
       const uint2 w = *reinterpret_cast<const uint2*>(&key(key_digit, part, key_limb, k));
-      sum[part][0] += static_cast<std::uint64_t>(x0) * w.x;
-      sum[part][1] += static_cast<std::uint64_t>(x1) * w.y;
+      sum[part][0] = mad_wide(x0, w.x, sum[part][0]);
+      sum[part][1] = mad_wide(x1, w.y, sum[part][1]);
     }
     if (++pending == products) {
 #pragma unroll
