@@ -75,6 +75,7 @@ template <int SOURCES>
 __device__ __forceinline__ void convert_block(const ConverterView& c, const u32* in, u32* out, u32 n, int chunk,
                                               StagedTargets& staged, bool accumulate = false) {
   const int na = c.from_count;
+  const u32 fold_after = c.fold_after;  // a register: read once, not at every product
   const int first = chunk * targets_per_block;
   const int count = min(targets_per_block, c.to_count - first);
   for (int t = static_cast<int>(threadIdx.x); t < count * max_from_primes; t += block_threads) {
@@ -120,7 +121,7 @@ __device__ __forceinline__ void convert_block(const ConverterView& c, const u32*
       if (i < na) {
         acc0 = mad_wide(y0[i], hat[i], acc0);
         acc1 = mad_wide(y1[i], hat[i], acc1);
-        if ((c.fold_after >> i) & 1u) {
+        if ((fold_after >> i) & 1u) {
           acc0 = fold(acc0, b);
           acc1 = fold(acc1, b);
         }
