@@ -124,6 +124,30 @@ void Backend::sum_product_groups(const BackendContext& c, std::span<const PolyAr
   }
 }
 
+void Backend::rotate_sum(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                         std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) {
+  check_rotate_sum(out, a, galois_elements, keys);
+  throw BackendError("backend '" + name() + "' has no rotate_sum (supports_rotate_sum() is false)");
+}
+
+void check_rotate_sum(const PolyArg& out, std::span<const PolyArg> a, std::span<const std::uint32_t> galois_elements,
+                      std::span<const KeyArg> keys) {
+  const auto refuse = [](const std::string& what) { throw InvalidArgumentError("rotate_sum: " + what); };
+  if (a.empty()) refuse("no terms, expected at least one");
+  if (galois_elements.size() != a.size() || keys.size() != a.size()) {
+    refuse(std::to_string(a.size()) + " terms, " + std::to_string(galois_elements.size()) + " Galois elements and " +
+           std::to_string(keys.size()) + " keys, expected one element and one key per term");
+  }
+  if (out.components != 2) refuse("the output has " + std::to_string(out.components) + " components, expected 2");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].components != 2 || a[i].limbs != out.limbs) {
+      refuse("term " + std::to_string(i) + " has " + std::to_string(a[i].components) + " components of " +
+             std::to_string(a[i].limbs) + " limbs, expected 2 of the output's " + std::to_string(out.limbs));
+    }
+    if (a[i].buffer == out.buffer) refuse("term " + std::to_string(i) + " is the output, expected another buffer");
+  }
+}
+
 namespace {
 // A sum's term i has out's components and limbs and another buffer.
 template <class Refuse>

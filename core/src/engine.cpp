@@ -664,6 +664,47 @@ std::vector<Ciphertext> Engine::rotate_hoisted(const Ciphertext& a, std::span<co
   return results;
 }
 
+Ciphertext Engine::rotate_sum(std::span<const Ciphertext> a, std::span<const long> steps,
+                              const GaloisKeys& keys) const {
+  if (a.empty()) throw InvalidArgumentError("rotate_sum: no terms, expected at least one");
+  if (steps.size() != a.size()) {
+    throw InvalidArgumentError("rotate_sum: " + std::to_string(a.size()) + " terms and " +
+                               std::to_string(steps.size()) + " steps, expected one step per term");
+  }
+  const long slots = static_cast<long>(context_->ring_degree() / 2);
+  std::vector<PolyArg> rotated;
+  std::vector<std::uint32_t> elements;
+  std::vector<KeyArg> key_args;
+  std::vector<const Ciphertext*> unrotated;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string what = "rotate_sum (term " + std::to_string(i) + ")";
+    check_rotatable(what.c_str(), a[i]);
+    check_addable(what.c_str(), a[0], a[i], 2);
+    check_rotation_step("rotate_sum", steps[i], slots);
+    if (steps[i] % slots == 0) {
+      unrotated.push_back(&a[i]);
+      continue;
+    }
+    const std::uint32_t element = context_->galois_element(steps[i]);
+    key_args.push_back(arg(galois_key(keys, element, steps[i])));
+    elements.push_back(element);
+    rotated.push_back(arg(a[i]));
+  }
+  if (!rotated.empty() && !backend_->supports_rotate_sum()) {
+    throw BackendError("rotate_sum: backend '" + backend_->name() +
+                       "' has no rotate_sum (supports_rotate_sum() is false); rotate each term and add instead");
+  }
+  Ciphertext out = make_ciphertext(a[0].state);
+  if (rotated.empty()) {
+    backend_->drop_limbs(*prepared_, arg(out), arg(*unrotated[0]));
+    unrotated.erase(unrotated.begin());
+  } else {
+    backend_->rotate_sum(*prepared_, arg(out), rotated, elements, key_args);
+  }
+  for (const Ciphertext* term : unrotated) backend_->add(*prepared_, arg(out), arg(out), arg(*term));
+  return out;
+}
+
 // ---- domains ----
 
 Ciphertext Engine::key_switch(const Ciphertext& a, const SwitchKey& key) const {

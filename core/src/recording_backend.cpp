@@ -406,5 +406,11 @@ void RecordingBackend::rotate_hoisted(const BackendContext& c, std::span<const P
          g = std::vector<std::uint32_t>(galois_elements.begin(), galois_elements.end()),
          k = std::vector<KeyArg>(keys.begin(), keys.end())] { inner().rotate_hoisted(c, o, a, g, k); });
 }
+void RecordingBackend::rotate_sum(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                                  std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) {
+  issue([this, &c, out, terms = std::vector<PolyArg>(a.begin(), a.end()),
+         g = std::vector<std::uint32_t>(galois_elements.begin(), galois_elements.end()),
+         k = std::vector<KeyArg>(keys.begin(), keys.end())] { inner().rotate_sum(c, out, terms, g, k); });
+}
 
 }  // namespace fhelium

@@ -578,6 +578,34 @@ class PluginBackend final : public Backend {
     args.count = outs.size();
     call(instance_->api().rotate_hoisted, "rotate_hoisted", args);
   }
+  bool supports_rotate_sum() const override {
+    const FheliumBackendApi& api = instance_->api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, rotate_sum) + sizeof(api.rotate_sum);
+    if (!has || api.rotate_sum == nullptr) return false;
+    FheliumOpArgs probe{};
+    probe.struct_size = sizeof(probe);
+    probe.backend = instance_->handle;
+    FheliumError* error = api.rotate_sum(&probe);
+    if (error == nullptr) return true;
+    api.error_destroy(error);
+    return false;
+  }
+  void rotate_sum(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                  std::span<const std::uint32_t> elements, std::span<const KeyArg> keys) override {
+    check_rotate_sum(out, a, elements, keys);
+    if (!supports_rotate_sum()) return Backend::rotate_sum(c, out, a, elements, keys);
+    std::vector<FheliumPoly> terms;
+    std::vector<FheliumKey> key_handles;
+    for (const auto& x : a) terms.push_back(poly(x));
+    for (const auto& k : keys) key_handles.push_back(key(k));
+    FheliumOpArgs args = op(c, out, a[0]);
+    args.terms = terms.data();
+    args.term_count = terms.size();
+    args.galois_elements = elements.data();
+    args.keys = key_handles.data();
+    args.count = key_handles.size();
+    call(instance_->api().rotate_sum, "rotate_sum", args);
+  }
 
  private:
   FheliumTransferArgs transfer(const Buffer* buffer, void* host, std::size_t bytes) const {

@@ -64,6 +64,9 @@ class StateBackend final : public Backend {
   void rotate(const BackendContext&, const PolyArg&, const PolyArg&, std::uint32_t, const KeyArg&) override {}
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg>, const PolyArg&, std::span<const std::uint32_t>,
                       std::span<const KeyArg>) override {}
+  bool supports_rotate_sum() const override { return true; }
+  void rotate_sum(const BackendContext&, const PolyArg&, std::span<const PolyArg>, std::span<const std::uint32_t>,
+                  std::span<const KeyArg>) override {}
 };
 
 }  // namespace

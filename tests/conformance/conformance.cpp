@@ -339,6 +339,10 @@ class PoisoningBackend final : public ForwardingBackend {
                              std::span<const std::uint64_t> r) override {
     inner().sum_constant_products(c, out, a, r);
   }
+  void rotate_sum(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                  std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    inner().rotate_sum(c, out, a, galois_elements, keys);
+  }
   void sum_product_groups(const BackendContext& c, std::span<const PolyArg> outs, std::span<const PolyArg> a,
                           std::span<const PolyArg> p, std::span<const std::size_t> ends) override {
     inner().sum_product_groups(c, outs, a, p, ends);
@@ -603,6 +607,8 @@ struct CaseDef {
   std::function<Outputs(Side&, const Trial&, std::string& problems)> run;
   // The clear message of each result (empty: residues only).
   std::function<std::vector<Message>(const Trial&)> expected;
+  // Runs only against a backend with rotate_sum (it has no fallback).
+  bool needs_rotate_sum = false;
 };
 
 std::string steps_text(const std::vector<long>& steps) {
@@ -936,6 +942,16 @@ std::vector<CaseDef> make_cases(int level) {
         return m;
       });
 
+  def(
+      "rotate_sum(1,-3,0)",
+      [](Side& s, T t, P) {
+        const std::vector<Ciphertext> terms = {s.ct(t.ha), s.ct(t.hb), s.ct(t.hb)};
+        const std::vector<long> steps = {1, -3, 0};
+        return single(s.get(s.engine.rotate_sum(terms, steps, s.gk)));
+      },
+      [=](T t) { return one(zip(zip(rotate_slots(t.a, 1), rotate_slots(t.b, -3), plus), t.b, plus)); });
+  cases.back().needs_rotate_sum = true;
+
   // Domains.
   def(
       "to_coefficient", [](Side& s, T t, P) { return single(s.get(s.engine.to_coefficient(s.ct(t.ha)))); },
@@ -1106,6 +1122,15 @@ std::vector<CaseDef> make_cases(int level) {
     }
     d.backend().rotate_hoisted(d.prepared(), outs, a, elements, keys);
   });
+  direct("rotate_sum(5,2,conjugate)", [=](DirectCall& d, Side& s, T t) {
+    const std::vector<PolyArg> terms = {d.input(t.ha), d.input(t.hb), d.input(t.ha)};
+    const std::vector<std::uint32_t> elements = {s.context().galois_element(5), s.context().galois_element(2),
+                                                 s.context().conjugation_element()};
+    std::vector<KeyArg> keys;
+    for (std::uint32_t g : elements) keys.push_back(d.key(s.gk.keys.at(g)));
+    d.backend().rotate_sum(d.prepared(), d.output(t.ha.state), terms, elements, keys);
+  });
+  cases.back().needs_rotate_sum = true;
   direct("rotate_hoisted(1,-3,conjugate)", [=](DirectCall& d, Side& s, T t) {
     const auto a = d.input(t.ha);
     const std::vector<std::uint32_t> elements = {s.context().galois_element(1), s.context().galois_element(-3),
@@ -1408,6 +1433,7 @@ std::vector<CaseResult> run_conformance(const std::shared_ptr<Backend>& backend,
       const std::string prefix = shape_level + "/";
       std::vector<CaseDef> cases;
       for (auto& c : make_cases(level)) {
+        if (c.needs_rotate_sum && !backend->supports_rotate_sum()) continue;
         if (matches(options.filter, prefix + c.name)) cases.push_back(std::move(c));
       }
       if (cases.empty()) continue;

@@ -96,6 +96,18 @@ class SkipSumProductGroupsBackend final : public BrokenBackend {
                           std::span<const PolyArg>, std::span<const std::size_t>) override {}
 };
 
+class SkipRotateSumBackend final : public BrokenBackend {
+ public:
+  void rotate_sum(const BackendContext&, const PolyArg&, std::span<const PolyArg>, std::span<const std::uint32_t>,
+                  std::span<const KeyArg>) override {}
+};
+
+// A backend without rotate_sum, as an older plugin.
+class NoRotateSumBackend final : public BrokenBackend {
+ public:
+  bool supports_rotate_sum() const override { return false; }
+};
+
 // negate fails the way a device error would.
 class ThrowingNegateBackend final : public BrokenBackend {
  public:
@@ -259,6 +271,17 @@ TEST(Conformance, UnwrittenSumProductGroupsOutputFails) {
       std::make_shared<SkipSumProductGroupsBackend>(),
       {"multiply_plain_sums(3 groups)", "multiply_plain_sums(18 groups, 20 inputs)", "direct:sum_product_groups"},
       "multiply_plain_sum(20)");
+}
+
+// Likewise rotate_sum: the Engine's reaches it, and so does a direct call;
+// rotate does not. A backend without it is not asked for it.
+TEST(Conformance, UnwrittenRotateSumOutputFails) {
+  expect_only_sums_fail(std::make_shared<SkipRotateSumBackend>(),
+                        {"rotate_sum(1,-3,0)", "direct:rotate_sum(5,2,conjugate)"}, "rotate(5)");
+  const auto results = run_conformance(std::make_shared<NoRotateSumBackend>(), small_options());
+  EXPECT_TRUE(failures(results).empty());
+  EXPECT_EQ(find_case(results, "N4096/L3/K1/level3/rotate_sum(1,-3,0)"), nullptr);
+  EXPECT_NE(find_case(results, "N4096/L3/K1/level3/rotate(5)"), nullptr);
 }
 
 TEST(Conformance, UnwrittenRescaleOutputFails) {

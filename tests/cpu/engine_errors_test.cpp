@@ -2,6 +2,7 @@
 // names the value, its state and what was expected; nothing aborts.
 #include <gtest/gtest.h>
 
+#include "fhelium/backend/forwarding_backend.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::test {
@@ -270,6 +271,41 @@ TEST_F(EngineErrors, MissingKeys) {
   expect_error<MissingKeyError>([&] { f.engine.conjugate(top, keys); }, {"conjugation"});
   const std::vector<long> steps = {1, 3};
   expect_error<MissingKeyError>([&] { f.engine.rotate_hoisted(top, steps, keys); }, {"rotation step 3"});
+}
+
+// A CPU backend that reports no rotate_sum, as an older plugin does.
+class NoRotateSum final : public ForwardingBackend {
+ public:
+  NoRotateSum() : ForwardingBackend(cpu::make_cpu_backend({})) {}
+  bool supports_rotate_sum() const override { return false; }
+};
+
+TEST_F(EngineErrors, RotateSumRefusals) {
+  const auto keys = f.galois_keys({1, 2});
+  const std::vector<Ciphertext> mixed = {top, low};
+  const std::vector<long> steps = {1, 2};
+  expect_error<StateError>([&] { f.engine.rotate_sum(mixed, steps, keys); }, {"rotate_sum (term 1)", "levels 3 and 1"});
+  const std::vector<Ciphertext> two = {top, top};
+  const std::vector<long> one_step = {1};
+  expect_error<InvalidArgumentError>([&] { f.engine.rotate_sum(two, one_step, keys); },
+                                     {"2 terms and 1 steps", "one step per term"});
+  expect_error<InvalidArgumentError>([&] { f.engine.rotate_sum({}, {}, keys); }, {"no terms"});
+  const std::vector<long> unkeyed = {1, 3};
+  expect_error<MissingKeyError>([&] { f.engine.rotate_sum(two, unkeyed, keys); }, {"rotation step 3"});
+  const auto product = f.engine.multiply(top, top);
+  const std::vector<Ciphertext> three = {top, product};
+  expect_error<StateError>([&] { f.engine.rotate_sum(three, steps, keys); }, {"3 components, expected 2"});
+
+  Fixture old(small_params(12, 3), 1, 0, std::make_shared<NoRotateSum>());
+  const auto old_keys = old.galois_keys({1, 2});
+  const auto x = old.encrypt(a);
+  const std::vector<Ciphertext> terms = {x, x};
+  expect_error<BackendError>([&] { old.engine.rotate_sum(terms, steps, old_keys); },
+                             {"rotate_sum", "supports_rotate_sum() is false"});
+  const std::vector<long> zeros = {0, 0};
+  Message twice(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) twice[i] = 2.0 * a[i];
+  EXPECT_LT(max_error(twice, old.decrypt(old.engine.rotate_sum(terms, zeros, old_keys))), 1e-5);
 }
 
 TEST_F(EngineErrors, RotationStepOutOfRange) {

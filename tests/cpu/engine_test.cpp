@@ -209,6 +209,37 @@ TEST_P(EngineTest, HoistedRotationsMatchMessage) {
   }
 }
 
+// One term is a rotation, residue for residue; several decrypt to the sum
+// of their rotations (one ModDown rounds the sum, so residues differ from
+// the separate calls), a step of 0 adds its term, and the order of the
+// terms does not change a residue.
+TEST_P(EngineTest, RotateSumIsTheSumOfTheRotations) {
+  const Message c = f->random_message(1.0);
+  const auto cc = f->encrypt(c, level());
+  const auto keys = f->galois_keys({3, -2, 5});
+  const std::vector<Ciphertext> one = {ca};
+  const std::vector<long> one_step = {3};
+  EXPECT_EQ(f->engine.download(f->engine.rotate_sum(one, one_step, keys)).data,
+            f->engine.download(f->engine.rotate(ca, 3, keys)).data);
+
+  const std::vector<Ciphertext> terms = {ca, cb, cc};
+  const std::vector<long> steps = {3, -2, 0};
+  const Ciphertext sum = f->engine.rotate_sum(terms, steps, keys);
+  EXPECT_EQ(sum.state.level, level());
+  EXPECT_EQ(sum.state.scale, ca.state.scale);
+  Message expected(a.size());
+  const Message ra = rotate_left(a, 3), rb = rotate_left(b, -2);
+  for (std::size_t i = 0; i < a.size(); ++i) expected[i] = ra[i] + rb[i] + c[i];
+  EXPECT_LT(max_error(expected, f->decrypt(sum)), tolerance);
+  const std::vector<Ciphertext> swapped = {cc, cb, ca};
+  const std::vector<long> swapped_steps = {0, -2, 3};
+  EXPECT_EQ(f->engine.download(f->engine.rotate_sum(swapped, swapped_steps, keys)).data, f->engine.download(sum).data);
+  const std::vector<Ciphertext> unrotated = {ca, cb};
+  const std::vector<long> zeros = {0, 0};
+  EXPECT_EQ(f->engine.download(f->engine.rotate_sum(unrotated, zeros, keys)).data,
+            f->engine.download(f->engine.add(ca, cb)).data);
+}
+
 TEST_P(EngineTest, SumOfBatch) {
   const Message c = f->random_message(1.0);
   const auto cc = f->encrypt(c, level());

@@ -47,6 +47,14 @@ TEST(PluginLoader, LoadsCpuByNameAndMatchesTheInProcessBackend) {
     return e.download(fused ? e.multiply_relinearize(a, b, rk) : e.relinearize(e.multiply(a, b), rk)).data;
   };
   EXPECT_EQ(product(plugin_engine.engine, true), product(f.engine, false));
+  // rotate_sum through the plugin's table entry (ABI 1.13), after its probe.
+  EXPECT_TRUE(plugin_engine.engine.backend().supports_rotate_sum());
+  const auto sum = [&](Engine& e) {
+    const std::vector<Ciphertext> terms = {e.upload_ciphertext(host_a), e.upload_ciphertext(host_b)};
+    const std::vector<long> steps = {3, 3};
+    return e.download(e.rotate_sum(terms, steps, e.upload_galois_keys(std::span(&rotation, 1)))).data;
+  };
+  EXPECT_EQ(sum(plugin_engine.engine), sum(f.engine));
 }
 
 TEST(PluginLoader, NotFoundListsWhereItLooked) {

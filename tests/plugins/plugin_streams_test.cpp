@@ -368,6 +368,13 @@ TEST(PluginStreams, AnAbi10PluginLoadsWithTheDefaults) {
   const Ciphertext fused = e.multiply_relinearize(a, a, e.upload_relinearization_key(relin));
   const RelinKey ref_rk = f.engine.upload_relinearization_key(relin);
   EXPECT_EQ(e.download(fused).data, f.engine.download(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk)).data);
+  // Nor rotate_sum (ABI 1.13), which has no host fallback: the Engine refuses it, naming why.
+  EXPECT_FALSE(backend->supports_rotate_sum());
+  const std::vector<HostSwitchKey> galois = {f.keygen.galois_key(f.sk, f.context->galois_element(1))};
+  const std::vector<Ciphertext> rotated = {a, b};
+  const std::vector<long> by_one = {1, 1};
+  expect_contains(error_of<BackendError>([&] { e.rotate_sum(rotated, by_one, e.upload_galois_keys(galois)); }),
+                  {"rotate_sum", "abi10", "supports_rotate_sum() is false"});
   // Nor multiply_relinearize_rescale (ABI 1.12): the host runs multiply_relinearize and rescale.
   EXPECT_EQ(e.download(e.multiply_relinearize_rescale(a, a, e.upload_relinearization_key(relin))).data,
             f.engine.download(f.engine.rescale(f.engine.relinearize(f.engine.multiply(ref, ref), ref_rk))).data);

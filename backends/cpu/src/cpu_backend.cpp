@@ -324,6 +324,53 @@ class CpuBackend final : public Backend {
     });
   }
 
+  bool supports_rotate_sum() const override { return true; }
+
+  // Each term's inner product into the workspace, summed into `sum`; the
+  // last term's accumulators take the sum, then one ModDown adds sum g_i(c0_i).
+  void rotate_sum(const BackendContext& bc, const PolyArg& out, std::span<const PolyArg> a,
+                  std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    check_rotate_sum(out, a, galois_elements, keys);
+    const auto& ctx = static_cast<const CpuContext&>(bc);
+    const Context& c = ctx.context();
+    const std::size_t n = c.ring_degree();
+    const int level = level_of(c, out);
+    std::vector<const std::vector<std::uint32_t>*> perms;
+    for (auto g : galois_elements) perms.push_back(&ctx.automorphism(g));
+    const std::size_t q_words = static_cast<std::size_t>(out.limbs) * n;
+    const std::size_t accumulator_words = 2 * static_cast<std::size_t>(out.limbs + c.special_count()) * n;
+    std::lock_guard lock(ctx.mutex());
+    KeySwitchWorkspace& ws = ctx.workspace();
+    with_word(c, [&](auto word) {
+      using W = decltype(word);
+      std::vector<W> sum(a.size() > 1 ? accumulator_words : 0);
+      std::vector<W> c0_sum(q_words);
+      W* accumulators = scratch<W>(ws.accumulators);
+      for (std::size_t t = 0; t < a.size(); ++t) {
+        W* c0 = scratch<W>(ws.rotated);
+        apply_automorphism(ctx, *perms[t], a[t], 0, c0);
+        if (t == 0) {
+          std::memcpy(c0_sum.data(), c0, q_words * sizeof(W));
+        } else {
+          for_each_limb(bc, {nullptr, 1, out.limbs}, [&](int, int i, std::size_t, u64 q) {
+            const std::size_t offset = static_cast<std::size_t>(i) * n;
+            add_residues(c0 + offset, c0_sum.data() + offset, c0_sum.data() + offset, n, static_cast<W>(q));
+          });
+        }
+        mod_up_inner_product(ctx, limb_of<W>(a[t], n, 1, 0), level, keys[t], galois_elements[t], perms[t]->data());
+        if (t + 1 == a.size()) {
+          if (t > 0) add_accumulators(ctx, level, sum.data(), accumulators);
+        } else if (t == 0) {
+          std::memcpy(sum.data(), accumulators, accumulator_words * sizeof(W));
+        } else {
+          add_accumulators(ctx, level, static_cast<const W*>(accumulators), sum.data());
+        }
+      }
+      mod_down_add(ctx, level, limb_of<W>(out, n, 0, 0), static_cast<const W*>(c0_sum.data()), limb_of<W>(out, n, 1, 0),
+                   static_cast<const W*>(nullptr));
+    });
+  }
+
  private:
   static void check_size(const Buffer& buffer, std::size_t bytes, const char* what) {
     if (bytes > buffer.size_bytes()) {

@@ -342,6 +342,18 @@ void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const st
 }
 
 template <class W>
+void add_accumulators(const CpuContext& ctx, int level, const W* from, W* to) {
+  const Context& c = ctx.context();
+  const std::size_t n = c.ring_degree();
+  const auto slots = static_cast<std::size_t>(q_limbs_of(c, level) + c.special_count());
+  parallel_for(ctx.threads(), 2 * slots, [&](std::size_t index) {
+    const int slot = static_cast<int>(index % slots);
+    const u64 q = c.key_modulus(c.key_limb(level, slot)).value;
+    add_residues(from + index * n, to + index * n, to + index * n, n, static_cast<W>(q));
+  });
+}
+
+template <class W>
 void mod_down_add(const CpuContext& ctx, int level, W* out0, const W* add0, W* out1, const W* add1) {
   const Context& c = ctx.context();
   const std::size_t n = c.ring_degree();
@@ -386,6 +398,8 @@ template void mod_up_inner_product(const CpuContext&, const u32*, int, const Key
                                    const std::uint32_t*);
 template void inner_product<u64>(const CpuContext&, int, const KeyArg&, const std::uint32_t*);
 template void inner_product<u32>(const CpuContext&, int, const KeyArg&, const std::uint32_t*);
+template void add_accumulators(const CpuContext&, int, const u64*, u64*);
+template void add_accumulators(const CpuContext&, int, const u32*, u32*);
 template void mod_down_add(const CpuContext&, int, u64*, const u64*, u64*, const u64*);
 template void mod_down_add(const CpuContext&, int, u32*, const u32*, u32*, const u32*);
 

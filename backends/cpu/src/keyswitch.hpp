@@ -35,6 +35,11 @@ void mod_up_inner_product(const CpuContext& ctx, const W* d, int level, const Ke
 template <class W>
 void inner_product(const CpuContext& ctx, int level, const KeyArg& key, const std::uint32_t* perm);
 
+// to += from, both in the workspace accumulators' layout (2 x (Q_l + P) x
+// N): a sum of key switches before its one ModDown (rotate_sum).
+template <class W>
+void add_accumulators(const CpuContext& ctx, int level, const W* from, W* to);
+
 // out_c = ModDown(accumulator_c) + add_c (add_c may be null), c = 0, 1;
 // out and add have the level's Q limbs.
 template <class W>

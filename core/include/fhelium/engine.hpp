@@ -101,6 +101,13 @@ class Engine {
   Ciphertext conjugate(const Ciphertext& a, const GaloisKeys& keys) const;
   std::vector<Ciphertext> rotate_hoisted(const Ciphertext& a, std::span<const long> steps,
                                          const GaloisKeys& keys) const;
+  // rotate(a_0, steps_0) + rotate(a_1, steps_1) + ... with one ModDown for
+  // all the key switches (a linear transform's giant rotations): one
+  // rounding instead of one per term, so not the residues of the separate
+  // calls. Terms at one level and scale; each step needs its exact key; a
+  // step of 0 adds its term. Backends without it (!supports_rotate_sum()):
+  // BackendError before anything runs.
+  Ciphertext rotate_sum(std::span<const Ciphertext> a, std::span<const long> steps, const GaloisKeys& keys) const;
   // Galois elements `rotate` can use for `step`: the exact key when present,
   // otherwise a decomposition into power-of-two steps (throws MissingKeyError
   // naming the keys when neither is available).

@@ -32,7 +32,7 @@
  * its operands (terms, plains, term_count) to FheliumOpArgs; 1.10 appends
  * sum_constant_products to the table; 1.11 appends sum_product_groups to the
  * table and group_ends to FheliumOpArgs; 1.12 appends
- * multiply_relinearize_rescale to the table.
+ * multiply_relinearize_rescale to the table; 1.13 appends rotate_sum.
  *
  * Ownership and lifetime: every handle returned by a create/allocate function
  * is owned by the caller and released with the matching destroy function.
@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define FHELIUM_ABI_MAJOR 1
-#define FHELIUM_ABI_MINOR 12
+#define FHELIUM_ABI_MINOR 13
 #define FHELIUM_ENTRY_SYMBOL "fhelium_backend_api"
 
 /* Returned by the plugin, owned by the caller: free with error_destroy. */
@@ -386,6 +386,14 @@ typedef struct FheliumBackendApi {
    * a's), fused where the plugin can. NULL (or an older table): the host runs
    * multiply_relinearize and rescale. */
   FheliumOpFn multiply_relinearize_rescale; /* a, b, key */
+  /* ABI 1.13: out = the sum of the rotations of terms[i] by galois_elements[i]
+   * with keys[i] (count = term_count), their key switches summed in the
+   * extended basis and ModDown'ed once (Backend::rotate_sum: not the residues
+   * of separate rotations). term_count 0 is a probe (only backend set):
+   * NULL where the plugin's backend has it, an error otherwise. NULL entry
+   * (or an older table): the host refuses it (no host fallback has these
+   * residues). */
+  FheliumOpFn rotate_sum; /* out, terms, term_count, galois_elements, keys, count */
 } FheliumBackendApi;
 
 typedef const FheliumBackendApi* (*FheliumBackendApiFn)(void);

@@ -367,6 +367,25 @@ struct Api {
     });
   }
 
+  static FheliumError* rotate_sum(FheliumOpArgs* a) {
+    if (a->term_count == 0 && a->backend != nullptr && a->backend->impl) {  // the probe
+      return a->backend->impl->supports_rotate_sum() ? nullptr : invalid("rotate_sum: not implemented");
+    }
+    if (a->terms == nullptr || a->galois_elements == nullptr || a->keys == nullptr || a->term_count == 0 ||
+        a->count != a->term_count) {
+      return invalid("rotate_sum: bad arguments (no terms, Galois elements or keys, or unequal counts)");
+    }
+    return run_op(a, [](Backend& be, const BackendContext& c, const FheliumOpArgs& x) {
+      std::vector<PolyArg> terms;
+      std::vector<KeyArg> keys;
+      for (std::size_t i = 0; i < x.term_count; ++i) {
+        terms.push_back(poly(x.terms[i]));
+        keys.push_back(key(x.keys[i]));
+      }
+      be.rotate_sum(c, poly(x.out), terms, {x.galois_elements, x.count}, keys);
+    });
+  }
+
   static FheliumError* describe_devices(FheliumDeviceInfoArgs* args) {
     if (!FHELIUM_SDK_HAS_FIELD(args, FheliumDeviceInfoArgs, capacity) || !args->backend || !args->text) {
       return invalid("describe_devices: bad arguments");
@@ -596,7 +615,8 @@ struct Api {
                                        &sum_products,
                                        &sum_constant_products,
                                        &sum_product_groups,
-                                       &multiply_relinearize_rescale};
+                                       &multiply_relinearize_rescale,
+                                       &rotate_sum};
     return &api;
   }
 };

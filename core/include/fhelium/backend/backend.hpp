@@ -253,6 +253,17 @@ class Backend {
   // Several rotations of one ciphertext sharing one ModUp.
   virtual void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
                               std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) = 0;
+  // out = rotate(a_0, g_0) + rotate(a_1, g_1) + ... with one ModDown: the
+  // key switches' inner products are summed in the extended basis (Q_l and
+  // P), ModDown runs once, and g_i(c0_i) are added (a linear transform's
+  // giant rotations). One rounding instead of one per term, so not the
+  // residues of separate rotations and adds. Every a_i and out: 2
+  // components at one level, NTT domain; out may not alias an a_i. Only
+  // where supports_rotate_sum(): the default throws BackendError (it needs
+  // the backend's own ModUp and inner product).
+  virtual bool supports_rotate_sum() const { return false; }
+  virtual void rotate_sum(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                          std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys);
 };
 
 // The shapes of a product that is relinearized (multiply_relinearize,
@@ -264,6 +275,10 @@ class Backend {
 void check_product_operands(const Context&, const char* operation, const PolyArg& out, const PolyArg& a,
                             const PolyArg& b, bool rescaled);
 
+// Backend::rotate_sum's rules on its operands' shapes (a backend's own
+// version calls it first): InvalidArgumentError naming what differs.
+void check_rotate_sum(const PolyArg& out, std::span<const PolyArg> a, std::span<const std::uint32_t> galois_elements,
+                      std::span<const KeyArg> keys);
 // Backend::sum_products's rules on its operands' shapes (a backend's own
 // version calls it first): InvalidArgumentError naming what differs.
 void check_sum_products(const PolyArg& out, std::span<const PolyArg> a, std::span<const PolyArg> p);

@@ -98,6 +98,11 @@ class ForwardingBackend : public Backend {
                       std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
     inner_->rotate_hoisted(c, outs, a, galois_elements, keys);
   }
+  bool supports_rotate_sum() const override { return inner_->supports_rotate_sum(); }
+  void rotate_sum(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
+                  std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override {
+    inner_->rotate_sum(c, out, a, galois_elements, keys);
+  }
 
  protected:
   Backend& inner() const { return *inner_; }

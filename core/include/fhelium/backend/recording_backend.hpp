@@ -76,6 +76,8 @@ class RecordingBackend final : public ForwardingBackend {
               const KeyArg& key) override;
   void rotate_hoisted(const BackendContext&, std::span<const PolyArg> outs, const PolyArg& a,
                       std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override;
+  void rotate_sum(const BackendContext&, const PolyArg& out, std::span<const PolyArg> a,
+                  std::span<const std::uint32_t> galois_elements, std::span<const KeyArg> keys) override;
 
   struct Capture;  // the recording in progress
 
