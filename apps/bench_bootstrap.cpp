@@ -42,6 +42,9 @@ std::size_t key_switches(const runtime::Node& node) {
       return 1;
     case runtime::OpKind::rotate_hoisted:
       return node.steps.size();
+    case runtime::OpKind::rotate_sum:  // its key switches; one ModDown
+      return static_cast<std::size_t>(
+          std::count_if(node.steps.begin(), node.steps.end(), [](long s) { return s != 0; }));
     case runtime::OpKind::mod_raise_encapsulated:
       return 2;
     default:
@@ -111,6 +114,10 @@ int main(int argc, char** argv) {
   app.add_flag("--real-only", config.real_only,
                "full slots of real messages: one EvalMod (the result is the real part)");
   app.add_flag("--horner-giants", config.horner_giants, "giant steps by Horner's rule: fewer rotation keys");
+  bool separate_giants = false;
+  app.add_flag("--separate-giant-rotations", separate_giants,
+               "each giant rotation with its own ModDown (default: one rotate_sum per transform where the backend "
+               "has it)");
   std::string message = "random";
   app.add_option("--message", message,
                  "random: parts uniform in [-1, 1]; real: real parts uniform in [-1, 1]; constant: every slot 1")
@@ -128,6 +135,8 @@ int main(int argc, char** argv) {
     const SecretKey sk = keygen.secret_key();
     const PublicKey pk = keygen.public_key(sk);
     Engine engine(context, chosen.backend);
+    // Resolved here so that the cpu reference builds the same circuit.
+    config.rotate_sums = !separate_giants && engine.backend().supports_rotate_sum();
 
     const runtime::KeyRequirements needs = circuits::Bootstrapper::required_keys(context, config);
     std::vector<HostSwitchKey> galois;
@@ -260,6 +269,7 @@ int main(int argc, char** argv) {
                        {"message_ratio", circuits::message_ratio(*context, config)},
                        {"arcsine_correction", config.arcsine_correction},
                        {"horner_giants", config.horner_giants},
+                       {"rotate_sums", *config.rotate_sums},
                        {"real_only", config.real_only}}},
                      {"message", message},
                      {"keys",

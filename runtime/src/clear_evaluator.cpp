@@ -98,6 +98,14 @@ std::vector<Slots> evaluate_clear_values(const Program& program, const std::map<
       case OpKind::rotate_hoisted:
         for (std::size_t i = 0; i < node.steps.size(); ++i) set(i, rotate_slots(arg(0), node.steps[i]));
         break;
+      case OpKind::rotate_sum: {
+        Slots total(slots);
+        for (std::size_t i = 0; i < node.args.size(); ++i) {
+          total = zip(total, rotate_slots(arg(i), node.steps[i]), [](C a, C b) { return a + b; });
+        }
+        set(0, std::move(total));
+        break;
+      }
       case OpKind::sum: {
         Slots total(slots);
         for (std::size_t i = 0; i < node.args.size(); ++i) total = zip(total, arg(i), [](C a, C b) { return a + b; });

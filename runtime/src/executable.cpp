@@ -70,6 +70,11 @@ std::vector<Ciphertext> execute_node(const Engine& engine, const Node& node, con
       for (std::size_t i = 0; i < args.size(); ++i) batch.push_back(ct(i));
       return {engine.sum(batch)};
     }
+    case OpKind::rotate_sum: {
+      std::vector<Ciphertext> terms;
+      for (std::size_t i = 0; i < args.size(); ++i) terms.push_back(ct(i));
+      return {engine.rotate_sum(terms, node.steps, galois_keys)};
+    }
     case OpKind::multiply_plain_sum: {
       std::vector<Ciphertext> values;
       std::vector<Plaintext> constants;
@@ -103,11 +108,11 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return out;
 }
 
-// Steps rotate_hoisted uses: these need their exact key (no composition).
+// Steps rotate_hoisted and rotate_sum use: these need their exact key (no composition).
 std::set<long> hoisted_steps(const Program& program, long slots) {
   std::set<long> steps;
   for (const Node& node : program.nodes()) {
-    if (node.op != OpKind::rotate_hoisted) continue;
+    if (node.op != OpKind::rotate_hoisted && node.op != OpKind::rotate_sum) continue;
     for (long step : node.steps) {
       if (step % slots != 0) steps.insert(step);
     }
@@ -252,7 +257,7 @@ void check_keys(const PreparedProgram& prepared, const Engine& engine, const Mat
     }
     if (!present) {
       missing.push_back("rotation step " + std::to_string(step) + " (Galois element " + std::to_string(element) +
-                        (exact_only.count(step) != 0 ? ", needed exactly by rotate_hoisted" : "") + ")");
+                        (exact_only.count(step) != 0 ? ", needed exactly by rotate_hoisted or rotate_sum" : "") + ")");
     }
   }
   if (needed.sparse_encapsulation) {
@@ -285,6 +290,14 @@ Executable link(const PreparedProgram& prepared, const Engine& engine, const Mat
                      " is not the context the program was prepared for");
   }
   check_keys(prepared, engine, materials);
+  if (!engine.backend().supports_rotate_sum()) {
+    for (const Node& node : program.nodes()) {
+      if (node.op != OpKind::rotate_sum) continue;
+      throw BackendError(where + "node '" + program.values()[static_cast<std::size_t>(node.results[0])].name +
+                         " = rotate_sum' needs a backend with rotate_sum; backend '" + engine.backend().name() +
+                         "' has none (supports_rotate_sum() is false): build the circuit with separate rotations");
+    }
+  }
 
   // Constants: every declared one bound, no others.
   const auto declared = program.constant_names();

@@ -41,6 +41,7 @@ constexpr OpName op_names[] = {
     {OpKind::mod_raise, "mod_raise"},
     {OpKind::mod_raise_encapsulated, "mod_raise_encapsulated"},
     {OpKind::multiply_plain_sum, "multiply_plain_sum"},
+    {OpKind::rotate_sum, "rotate_sum"},
 };
 
 bool same_node(const Node& a, const Node& b) {
@@ -105,6 +106,7 @@ int arity(OpKind op) {
       return 2;
     case OpKind::sum:
     case OpKind::multiply_plain_sum:
+    case OpKind::rotate_sum:
       return -1;
     default:
       return 1;
@@ -125,6 +127,7 @@ std::string attribute_text(const Node& node) {
     case OpKind::rotate:
       return "step=" + std::to_string(node.step);
     case OpKind::rotate_hoisted:
+    case OpKind::rotate_sum:
       return "steps=" + join_steps(node.steps);
     default:
       return "";

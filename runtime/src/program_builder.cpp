@@ -325,6 +325,19 @@ ValueRef ProgramBuilder::multiply_plain_sum(const std::vector<ValueRef>& values,
   return result_of(make_node(OpKind::multiply_plain_sum, std::move(args)));
 }
 
+ValueRef ProgramBuilder::rotate_sum(const std::vector<ValueRef>& values, const std::vector<long>& steps) {
+  if (values.empty()) throw InvalidArgumentError("rotate_sum: no terms, expected at least one");
+  if (values.size() != steps.size()) {
+    throw InvalidArgumentError("rotate_sum: " + std::to_string(values.size()) + " values and " +
+                               std::to_string(steps.size()) + " steps, expected one step per value");
+  }
+  std::vector<int> args;
+  for (const auto& v : values) args.push_back(v.id);
+  Node node = make_node(OpKind::rotate_sum, std::move(args));
+  node.steps = steps;
+  return result_of(std::move(node));
+}
+
 ValueRef ProgramBuilder::sum(const std::vector<ValueRef>& values) {
   if (values.empty()) throw InvalidArgumentError("sum: no arguments, expected at least one");
   std::vector<int> args;

@@ -37,6 +37,7 @@ KeyRequirements key_requirements(const Program& program, const Context& context)
         add_step(node.step);
         break;
       case OpKind::rotate_hoisted:
+      case OpKind::rotate_sum:
         for (long step : node.steps) add_step(step);
         break;
       case OpKind::conjugate:

@@ -127,6 +127,7 @@ std::vector<std::string> attribute_names(OpKind op) {
     case OpKind::rotate:
       return {"step"};
     case OpKind::rotate_hoisted:
+    case OpKind::rotate_sum:
       return {"steps"};
     default:
       return {};
@@ -317,6 +318,9 @@ Program Program::parse(const std::string& text) {
           break;
         case OpKind::sum:
           refs = {b.sum(args)};
+          break;
+        case OpKind::rotate_sum:
+          refs = {b.rotate_sum(args, p.integer_list(attributes["steps"], "steps"))};
           break;
         case OpKind::multiply_plain_sum: {
           std::vector<ValueRef> values, constants;

@@ -94,7 +94,7 @@ void StateTracker::apply(const Program& program, const Node& node) {
     }
   };
   if (node.op == OpKind::rotate && node.step % slot_count != 0) stand_in(context_->galois_element(node.step));
-  if (node.op == OpKind::rotate_hoisted) {
+  if (node.op == OpKind::rotate_hoisted || node.op == OpKind::rotate_sum) {
     for (long step : node.steps) {
       if (step % slot_count != 0) stand_in(context_->galois_element(step));
     }

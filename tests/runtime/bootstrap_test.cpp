@@ -69,6 +69,14 @@ void expect_bit_exact_on_test_backend(const Fixture& f, Run&& run_on, const Host
   EXPECT_TRUE(run_on(*engine).data == expected.data) << "cpu and the test backend differ";
 }
 
+// A configuration whose circuit is the same on cpu and on the test backend:
+// the giant rotations as rotate_sums only where that backend has them too.
+BootstrapConfig on_every_backend(BootstrapConfig config = {}) {
+  const test::TestBackend other = test::runtime_test_backend();
+  config.rotate_sums = !other.backend || other.backend->supports_rotate_sum();
+  return config;
+}
+
 // An n-slot message as the encoder packs it: repeated over all `slots`.
 Message repeated_over(const Message& m, std::size_t slots) {
   Message out(slots);
@@ -224,7 +232,7 @@ INSTANTIATE_TEST_SUITE_P(, Bootstrap, ::testing::Values(WordSize::bits64, WordSi
 
 TEST_P(Bootstrap, RestoresTheMessageAtAHighLevelBitExactOnEveryBackend) {
   Fixture& f = fixture();
-  const BootstrapConfig config;
+  const BootstrapConfig config = on_every_backend();
   const int depth = config.depth();
   ASSERT_EQ(depth, 16);
   const KeyRequirements keys = Bootstrapper::required_keys(f.context, config);
@@ -305,7 +313,7 @@ TEST(BootstrapEncapsulated, RestoresTheMessageUnderADenseSecretBitExactOnEveryBa
     const RelinKey relin_key = engine.upload_relinearization_key(relin);
     const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
     // Moved, and the original gone: the program's borrowed keys stay valid.
-    std::optional<Bootstrapper> made(std::in_place, engine, relin_key, galois_keys, keys);
+    std::optional<Bootstrapper> made(std::in_place, engine, relin_key, galois_keys, keys, on_every_backend());
     const Bootstrapper bootstrapper = std::move(*made);
     made.reset();
     EXPECT_EQ(bootstrapper.output_level(), 2);
@@ -348,7 +356,7 @@ TEST(BootstrapEncapsulated, The32BitFamilyRestoresTheMessageBitExactOnEveryBacke
   auto run_on = [&](const Engine& engine) {
     const RelinKey relin_key = engine.upload_relinearization_key(relin);
     const GaloisKeys galois_keys = engine.upload_galois_keys(galois);
-    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, keys);
+    const Bootstrapper bootstrapper(engine, relin_key, galois_keys, keys, on_every_backend());
     EXPECT_EQ(bootstrapper.output_level(), f.context->max_level() - BootstrapConfig{}.depth());
     const Ciphertext y = bootstrapper.bootstrap(engine.upload_ciphertext(x));
     EXPECT_EQ(y.state.word_size, WordSize::bits32);
@@ -381,7 +389,7 @@ TEST_P(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
   Fixture& f = fixture();
   for (std::size_t n : {std::size_t{2}, std::size_t{64}, f.slots() / 2}) {
     SCOPED_TRACE(std::to_string(n) + " slots");
-    BootstrapConfig config;
+    BootstrapConfig config = on_every_backend();
     config.slots = n;
     config.coeff_to_slot_levels = config.slot_to_coeff_levels = std::min(3, std::countr_zero(n));
     const KeyRequirements keys = Bootstrapper::required_keys(f.context, config);
@@ -423,7 +431,7 @@ TEST_P(Bootstrap, SparseSlotsBitExactOnEveryBackend) {
 // any input (its imaginary parts are removed before ModRaise).
 TEST_P(Bootstrap, RealOnlyRunsOneEvalModAndReturnsTheRealPart) {
   Fixture& f = fixture();
-  BootstrapConfig config;
+  BootstrapConfig config = on_every_backend();
   config.real_only = true;
   EXPECT_EQ(2 * eval_mod_products(f, config), eval_mod_products(f, {}));
   const HostSwitchKey relin = f.keygen.relinearization_key(f.sk);
@@ -557,6 +565,41 @@ TEST_P(Bootstrap, HornerGiantsNeedFewerKeys) {
   const Message m = f.random_message(1.0);
   const double error = max_error(m, f.decrypt(bootstrapper.bootstrap(f.encrypt(m, 0))));
   EXPECT_LT(error, std::ldexp(1.0, -22)) << -std::log2(error) << " bits";
+}
+
+// Each transform's giant rotations as one rotate_sum: one node per
+// transform stage instead of a rotate per giant step, the same keys, and
+// the message restored as precisely (one ModDown rounds each stage's giants).
+TEST_P(Bootstrap, GiantRotationsAsRotateSumsKeepThePrecision) {
+  Fixture& f = fixture();
+  BootstrapConfig separate, summed;
+  separate.rotate_sums = false;
+  summed.rotate_sums = true;
+  const RelinKey relin = f.relin_key();
+  const GaloisKeys galois = f.engine.upload_galois_keys(galois_keys_for(f, Bootstrapper::required_keys(f.context)));
+  const Message m = f.random_message(1.0);
+  const Ciphertext x = f.encrypt(m, 0);
+  double bits[2];
+  std::size_t rotate_sums[2], rotates[2];
+  for (int i = 0; i < 2; ++i) {
+    const Bootstrapper bootstrapper(f.engine, relin, galois, i == 0 ? separate : summed);
+    const auto& nodes = bootstrapper.program().program().nodes();
+    const auto count = [&](runtime::OpKind op) {
+      return static_cast<std::size_t>(
+          std::count_if(nodes.begin(), nodes.end(), [op](const runtime::Node& n) { return n.op == op; }));
+    };
+    rotate_sums[i] = count(runtime::OpKind::rotate_sum);
+    rotates[i] = count(runtime::OpKind::rotate);
+    bits[i] = -std::log2(max_error(m, f.decrypt(bootstrapper.bootstrap(x))));
+  }
+  EXPECT_EQ(rotate_sums[0], 0u);
+  const BootstrapConfig defaults;
+  EXPECT_EQ(rotate_sums[1], static_cast<std::size_t>(defaults.coeff_to_slot_levels + defaults.slot_to_coeff_levels));
+  EXPECT_LT(rotates[1], rotates[0]);
+  EXPECT_GT(bits[0], 22.0);
+  EXPECT_GT(bits[1], 22.0);
+  EXPECT_GT(bits[1], bits[0] - 0.5) << "separate " << bits[0] << " bits, rotate_sum " << bits[1];
+  std::cout << "precision: separate giant rotations " << bits[0] << " bits, rotate_sums " << bits[1] << "\n";
 }
 
 TEST_P(Bootstrap, TheClearEvaluatorAgreesWithTheMessage) {

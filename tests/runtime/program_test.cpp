@@ -1,7 +1,6 @@
 // Program: builder, text form, prepare (state checks through the Engine),
 // key requirements, link and run against the eager Engine on the CPU backend.
 #include "fhelium/runtime/program.hpp"
-#include "fhelium/runtime/clear_evaluator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +11,8 @@
 #include <type_traits>
 
 #include "expectations.hpp"
+#include "fhelium/backend/forwarding_backend.hpp"
+#include "fhelium/runtime/clear_evaluator.hpp"
 #include "helpers.hpp"
 
 namespace fhelium::runtime {
@@ -80,6 +81,7 @@ Program every_op_program() {
   out("s", b.sum({x, y, a}));
   out("mrr", b.multiply_relinearize_rescale(x, y));
   out("mps", b.multiply_plain_sum({x, y}, {c2, c3}));
+  out("rsum", b.rotate_sum({x, y, a}, {3, -2, 0}));
   return b.build();
 }
 
@@ -101,7 +103,7 @@ TEST(ProgramText, RoundTripsEveryOperation) {
   const Program p = every_op_program();
   std::set<OpKind> ops;
   for (const auto& node : p.nodes()) ops.insert(node.op);
-  EXPECT_EQ(ops.size(), 20u) << "the program should use every OpKind";
+  EXPECT_EQ(ops.size(), 21u) << "the program should use every OpKind";
   const std::string text = p.print();
   const Program q = Program::parse(text);
   EXPECT_TRUE(q == p) << text << "\n---\n" << q.print();
@@ -431,6 +433,7 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
   const std::vector<Ciphertext> batch = {x, y, a};
   const std::vector<Ciphertext> terms = {x, y};
   const std::vector<Plaintext> plains = {c2, c3};
+  const long sum_steps[] = {3, -2, 0};
   const std::map<std::string, Ciphertext> expected = {
       {"ss", e.sub_scalar(e.add_scalar(e.negate(e.sub(a, y)), 0.1), -1.0 / 3.0)},
       {"sp", e.sub(e.add(x, c1), c1)},
@@ -448,6 +451,7 @@ TEST_F(ProgramRun, EveryOperationMatchesEager) {
       {"s", e.sum(batch)},
       {"mrr", e.multiply_relinearize_rescale(x, y, *relin_)},
       {"mps", e.multiply_plain_sum(terms, plains)},
+      {"rsum", e.rotate_sum(batch, sum_steps, g)},
   };
   ASSERT_EQ(out.map().size(), expected.size());
   for (const auto& [name, ct] : expected) {
@@ -493,6 +497,32 @@ TEST_F(ProgramRun, RotationsComposeFromPowerOfTwoKeysButHoistedOnesNeedTheExactK
             std::string::npos)
       << e;
   EXPECT_EQ(e.find("rotation step 1 "), std::string::npos) << e;
+
+  const Program summed = Program::parse("program s\ninput x\ny = rotate_sum x x steps=1,3\noutput y = y\n");
+  const std::string s =
+      error_of<MissingKeyError>([&] { link(summed.prepare(f().context, top_state()), engine(), materials); });
+  EXPECT_NE(s.find("rotation step 3 (Galois element"), std::string::npos) << s;
+  EXPECT_NE(s.find("needed exactly by rotate_hoisted or rotate_sum"), std::string::npos) << s;
+}
+
+// rotate_sum has no fallback: link names the node and the backend without it.
+TEST_F(ProgramRun, LinkRefusesRotateSumOnABackendWithoutIt) {
+  class NoRotateSum final : public ForwardingBackend {
+   public:
+    NoRotateSum() : ForwardingBackend(cpu::make_cpu_backend({})) {}
+    bool supports_rotate_sum() const override { return false; }
+  };
+  const Program summed = Program::parse("program s\ninput x\ny = rotate_sum x x steps=1,2\noutput y = y\n");
+  const PreparedProgram prepared = summed.prepare(f().context, top_state());
+  const Engine old(f().context, std::make_shared<NoRotateSum>());
+  const GaloisKeys keys =
+      old.upload_galois_keys(std::vector<HostSwitchKey>{f().keygen.galois_key(f().sk, f().context->galois_element(1)),
+                                                        f().keygen.galois_key(f().sk, f().context->galois_element(2))});
+  Materials materials;
+  materials.galois_keys = &keys;
+  const std::string e = error_of<BackendError>([&] { link(prepared, old, materials); });
+  EXPECT_NE(e.find("node 'y = rotate_sum'"), std::string::npos) << e;
+  EXPECT_NE(e.find("supports_rotate_sum() is false"), std::string::npos) << e;
 }
 
 TEST_F(ProgramRun, LinkListsEveryMissingKey) {

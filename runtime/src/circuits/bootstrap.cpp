@@ -114,14 +114,15 @@ Matrix halved_first_column(Matrix m) {
 // scale changes evenly over them: a diagonal is encoded at q_l times the
 // ratio of its transform's output and input scales.
 ValueRef apply_all(ProgramBuilder& b, ValueRef x, const std::vector<Matrix>& matrices, const std::string& name,
-                   double output_scale, bool horner_giants) {
+                   double output_scale, const BootstrapConfig& config) {
   const double count = static_cast<double>(matrices.size());
   const double input_scale = b.state(x).scale;
   const std::size_t slots = b.context()->ring_degree() / 2;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     const Matrix& m = matrices[i];
     const LinearTransform t = LinearTransform::from_diagonals(m.diagonals, m.input_period, m.output_period, slots)
-                                  .with_horner_giants(horner_giants);
+                                  .with_horner_giants(config.horner_giants)
+                                  .with_rotate_sum(config.rotate_sums.value_or(false));
     const bool last = i + 1 == matrices.size();
     const double scale =
         last ? output_scale : input_scale * std::pow(output_scale / input_scale, static_cast<double>(i + 1) / count);
@@ -257,7 +258,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   std::vector<Matrix> cts = spread(coeff_to_slot_matrices(context.ring_degree(), n, config.coeff_to_slot_levels),
                                    b.state(v).scale / (2.0 * q0 * interval * trace_gain), n);
   if (packed) cts.back() = tall(cts.back());
-  v = apply_all(b, v, cts, "coeff_to_slot", eval_scale, config.horner_giants);
+  v = apply_all(b, v, cts, "coeff_to_slot", eval_scale, config);
   const ValueRef conjugated = b.conjugate(v);
   const ValueRef real = b.add(v, conjugated);
   const auto imaginary = [&] { return b.multiply_plain(b.sub(v, conjugated), unit(b, "minus_i", {0.0, -1.0})); };
@@ -289,7 +290,7 @@ ValueRef from_raised(ProgramBuilder& b, ValueRef v, const BootstrapConfig& confi
   }
 
   // 5. SlotToCoeff.
-  v = apply_all(b, v, stc, "slot_to_coeff", output_scale, config.horner_giants);
+  v = apply_all(b, v, stc, "slot_to_coeff", output_scale, config);
   if (config.real_only) v = b.add(v, b.conjugate(v));
   at.end = b.node_count();
   return v;
@@ -361,7 +362,9 @@ Bootstrapper::Bootstrapper(const Engine& engine, const RelinKey& relinearization
 
 void Bootstrapper::link_program(const RelinKey& relinearization_key, const GaloisKeys& galois_keys,
                                 const BootstrapConfig& config, std::optional<double> input_scale) {
-  const ProgramBuilder b = bootstrap_builder(engine_->context_ptr(), config, input_scale, &stages_);
+  BootstrapConfig resolved = config;
+  if (!resolved.rotate_sums) resolved.rotate_sums = engine_->backend().supports_rotate_sum();
+  const ProgramBuilder b = bootstrap_builder(engine_->context_ptr(), resolved, input_scale, &stages_);
   runtime::Materials materials;
   materials.relinearization_key = &relinearization_key;
   materials.galois_keys = &galois_keys;

@@ -230,6 +230,12 @@ LinearTransform LinearTransform::with_horner_giants(bool horner) const {
   return out;
 }
 
+LinearTransform LinearTransform::with_rotate_sum(bool rotate_sum) const {
+  LinearTransform out = *this;
+  out.rotate_sum_ = rotate_sum;
+  return out;
+}
+
 Slots LinearTransform::pack(const Slots& x) const {
   if (x.size() > input_period_) {
     throw InvalidArgumentError("linear transform: a vector of " + std::to_string(x.size()) +
@@ -318,7 +324,12 @@ ValueRef LinearTransform::sum_groups(ProgramBuilder& b, const std::map<long, Val
   // Every group's sum before any giant rotation: consecutive sums run as one
   // backend call that reads each baby rotation once (Executable::run).
   std::vector<ValueRef> parts;
-  for (const auto& [giant, ks] : groups) parts.push_back(group_sum(giant));
+  std::vector<long> giants;
+  for (const auto& [giant, ks] : groups) {
+    parts.push_back(group_sum(giant));
+    giants.push_back(giant);
+  }
+  if (rotate_sum_ && (parts.size() > 1 || giants[0] != 0)) return b.rotate_sum(parts, giants);
   std::size_t i = 0;
   for (const auto& [giant, ks] : groups) {
     if (giant != 0) parts[i] = b.rotate(parts[i], giant);
@@ -344,6 +355,7 @@ LinearTransform LinearTransform::part(std::size_t rank, std::size_t ranks) const
   }
   LinearTransform out = *this;  // the same baby step, so each group is computed as in the whole
   out.horner_ = false;
+  out.rotate_sum_ = false;
   std::erase_if(out.diagonals_,
                 [&](const auto& diagonal) { return !mine.count(diagonal.first - diagonal.first % baby_); });
   return out;

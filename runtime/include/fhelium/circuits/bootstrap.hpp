@@ -87,6 +87,12 @@ struct BootstrapConfig {
   // (LinearTransform::with_horner_giants): fewer rotation keys, the same
   // rotations, a longer chain of dependent key switches.
   bool horner_giants = false;
+  // Each transform's giant rotations as one rotate_sum
+  // (LinearTransform::with_rotate_sum): one ModDown per transform instead
+  // of one per giant rotation, the same keys, other residues. Unset: on
+  // where the Engine's backend has rotate_sum (Bootstrapper), off for
+  // bootstrap_builder alone.
+  std::optional<bool> rotate_sums;
   std::optional<double> output_scale;  // default: the context's scale
 
   // Levels consumed: coeff_to_slot_levels + EvalMod + slot_to_coeff_levels.

@@ -69,6 +69,12 @@ class LinearTransform {
   // as many rotations); with_horner_giants(false) undoes it.
   LinearTransform with_horner_giants(bool horner = true) const;
   bool horner_giants() const { return horner_; }
+  // The same transform with its giant rotations and the sum of the groups
+  // as one rotate_sum (one ModDown for all of them instead of one per giant
+  // rotation; its own residues, and a backend that has rotate_sum);
+  // with_rotate_sum(false) undoes it. Horner giants take precedence.
+  LinearTransform with_rotate_sum(bool rotate_sum = true) const;
+  bool rotate_sum() const { return rotate_sum_; }
   // Non-zero rotation steps: the hoisted baby ones and the giant ones (with
   // Horner giants: the steps between consecutive giants and to the first).
   std::vector<long> baby_steps() const;
@@ -97,8 +103,8 @@ class LinearTransform {
   std::size_t giant_groups() const;
   // Term-parallel: part `rank` of `ranks` (ranks <= giant_groups()) holds
   // every ranks-th giant group, with this transform's baby step and without
-  // Horner giants. The parts' apply_unrescaled sums add up, residue for
-  // residue, to the whole transform's with_horner_giants(false) sum: the
+  // Horner giants or rotate_sum. The parts' apply_unrescaled sums add up,
+  // residue for residue, to the whole transform's sum without either: the
   // groups are the same and modular addition is exact in any order.
   LinearTransform part(std::size_t rank, std::size_t ranks) const;
 
@@ -120,6 +126,7 @@ class LinearTransform {
   std::size_t slots_ = 0;
   long baby_ = 1;
   bool horner_ = false;
+  bool rotate_sum_ = false;
   std::size_t period() const { return std::max(input_period_, output_period_); }
 };
 

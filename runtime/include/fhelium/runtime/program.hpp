@@ -77,6 +77,9 @@ enum class OpKind {
   // x_0 c_0 + x_1 c_1 + ...: arguments alternate ciphertext and plaintext
   // constant (one backend pass where the backend fuses it).
   multiply_plain_sum,
+  // rotate(x_0, steps_0) + rotate(x_1, steps_1) + ... with one ModDown
+  // (Engine::rotate_sum: its own residues; only on a backend that has it).
+  rotate_sum,
 };
 
 const char* to_string(OpKind op);
@@ -196,6 +199,8 @@ class ProgramBuilder {
   ValueRef sum(const std::vector<ValueRef>& values);
   // Sum of values[i] x constants[i]: a linear transform's diagonals.
   ValueRef multiply_plain_sum(const std::vector<ValueRef>& values, const std::vector<ValueRef>& constants);
+  // Sum of values[i] rotated by steps[i], one ModDown (Engine::rotate_sum).
+  ValueRef rotate_sum(const std::vector<ValueRef>& values, const std::vector<long>& steps);
   ValueRef multiply_relinearize_rescale(ValueRef a, ValueRef b);
   ValueRef mod_raise(ValueRef a);
   ValueRef mod_raise_encapsulated(ValueRef a);
