@@ -87,6 +87,8 @@ std::vector<std::string> bench_operations() {
           "rotate",
           "rotate_hoisted_8",
           "rotate_8_separately",
+          "rotate_sum_8",
+          "rotate_8_then_sum",
           "ntt_forward",
           "ntt_inverse",
           "multiply_plain_sum_8"};
@@ -175,12 +177,29 @@ json::object bench_preset(const std::string& preset_name, const std::shared_ptr<
        [&] {
          for (long s : hoisted_steps) engine.rotate(a, s, gk);
        }},
+      // A linear transform's giant rotations: 8 ciphertexts rotated and summed,
+      // with one ModDown (rotate_sum) or one per rotation.
+      {"rotate_sum_8", [&] { engine.rotate_sum(group_values, hoisted_steps, gk); }},
+      {"rotate_8_then_sum",
+       [&] {
+         std::vector<Ciphertext> rotated;
+         for (std::size_t i = 0; i < group_values.size(); ++i) {
+           rotated.push_back(engine.rotate(group_values[i], hoisted_steps[i], gk));
+         }
+         engine.sum(rotated);
+       }},
       {"ntt_forward", [&] { engine.to_ntt(a_coeff); }},
       {"ntt_inverse", [&] { engine.to_coefficient(a); }},
       {"multiply_plain_sum_8", [&] { engine.multiply_plain_sum(group_values, group_diagonals); }},
   };
   json::array results;
-  for (const auto& op : ops) results.push_back(time_op(op, runs, warmup, engine.backend(), table.at(op)));
+  for (const auto& op : ops) {
+    if (op == "rotate_sum_8" && !engine.backend().supports_rotate_sum()) {
+      results.push_back(json::object{{"op", op}, {"skipped", "the backend has no rotate_sum"}});
+      continue;
+    }
+    results.push_back(time_op(op, runs, warmup, engine.backend(), table.at(op)));
+  }
   const auto& p = context->params();
   const std::size_t ciphertext_bytes = 2 * static_cast<std::size_t>(context->level_basis(context->max_level()).count) *
                                        context->ring_degree() * stored_word_bytes(context->word_size());
