@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "cpu_communicator.hpp"
@@ -343,30 +344,31 @@ class CpuBackend final : public Backend {
     KeySwitchWorkspace& ws = ctx.workspace();
     with_word(c, [&](auto word) {
       using W = decltype(word);
-      std::vector<W> sum(a.size() > 1 ? accumulator_words : 0);
-      std::vector<W> c0_sum(q_words);
+      // Every word is written before it is read: no zero fill.
+      const auto sum = std::make_unique_for_overwrite<W[]>(a.size() > 1 ? accumulator_words : 0);
+      const auto c0_sum = std::make_unique_for_overwrite<W[]>(q_words);
       W* accumulators = scratch<W>(ws.accumulators);
       for (std::size_t t = 0; t < a.size(); ++t) {
         W* c0 = scratch<W>(ws.rotated);
         apply_automorphism(ctx, *perms[t], a[t], 0, c0);
         if (t == 0) {
-          std::memcpy(c0_sum.data(), c0, q_words * sizeof(W));
+          std::memcpy(c0_sum.get(), c0, q_words * sizeof(W));
         } else {
           for_each_limb(bc, {nullptr, 1, out.limbs}, [&](int, int i, std::size_t, u64 q) {
             const std::size_t offset = static_cast<std::size_t>(i) * n;
-            add_residues(c0 + offset, c0_sum.data() + offset, c0_sum.data() + offset, n, static_cast<W>(q));
+            add_residues(c0 + offset, c0_sum.get() + offset, c0_sum.get() + offset, n, static_cast<W>(q));
           });
         }
         mod_up_inner_product(ctx, limb_of<W>(a[t], n, 1, 0), level, keys[t], galois_elements[t], perms[t]->data());
         if (t + 1 == a.size()) {
-          if (t > 0) add_accumulators(ctx, level, sum.data(), accumulators);
+          if (t > 0) add_accumulators(ctx, level, static_cast<const W*>(sum.get()), accumulators);
         } else if (t == 0) {
-          std::memcpy(sum.data(), accumulators, accumulator_words * sizeof(W));
+          std::memcpy(sum.get(), accumulators, accumulator_words * sizeof(W));
         } else {
-          add_accumulators(ctx, level, static_cast<const W*>(accumulators), sum.data());
+          add_accumulators(ctx, level, static_cast<const W*>(accumulators), sum.get());
         }
       }
-      mod_down_add(ctx, level, limb_of<W>(out, n, 0, 0), static_cast<const W*>(c0_sum.data()), limb_of<W>(out, n, 1, 0),
+      mod_down_add(ctx, level, limb_of<W>(out, n, 0, 0), static_cast<const W*>(c0_sum.get()), limb_of<W>(out, n, 1, 0),
                    static_cast<const W*>(nullptr));
     });
   }
