@@ -216,7 +216,8 @@ class PluginCommunicator final : public DeviceCommunicator {
 
 class PluginBackend final : public Backend {
  public:
-  explicit PluginBackend(std::shared_ptr<Instance> instance) : instance_(std::move(instance)) {}
+  explicit PluginBackend(std::shared_ptr<Instance> instance)
+      : instance_(std::move(instance)), rotate_sum_(probe_rotate_sum(*instance_)) {}
 
   std::string name() const override { return instance_->api().name; }
   Instance& instance() const { return *instance_; }
@@ -578,18 +579,7 @@ class PluginBackend final : public Backend {
     args.count = outs.size();
     call(instance_->api().rotate_hoisted, "rotate_hoisted", args);
   }
-  bool supports_rotate_sum() const override {
-    const FheliumBackendApi& api = instance_->api();
-    const bool has = api.struct_size >= offsetof(FheliumBackendApi, rotate_sum) + sizeof(api.rotate_sum);
-    if (!has || api.rotate_sum == nullptr) return false;
-    FheliumOpArgs probe{};
-    probe.struct_size = sizeof(probe);
-    probe.backend = instance_->handle;
-    FheliumError* error = api.rotate_sum(&probe);
-    if (error == nullptr) return true;
-    api.error_destroy(error);
-    return false;
-  }
+  bool supports_rotate_sum() const override { return rotate_sum_; }
   void rotate_sum(const BackendContext& c, const PolyArg& out, std::span<const PolyArg> a,
                   std::span<const std::uint32_t> elements, std::span<const KeyArg> keys) override {
     check_rotate_sum(out, a, elements, keys);
@@ -608,6 +598,21 @@ class PluginBackend final : public Backend {
   }
 
  private:
+  // Whether the plugin's backend has rotate_sum: its table entry, asked once
+  // (a call with no terms; the answer is fixed for an instance).
+  static bool probe_rotate_sum(const Instance& instance) {
+    const FheliumBackendApi& api = instance.api();
+    const bool has = api.struct_size >= offsetof(FheliumBackendApi, rotate_sum) + sizeof(api.rotate_sum);
+    if (!has || api.rotate_sum == nullptr) return false;
+    FheliumOpArgs probe{};
+    probe.struct_size = sizeof(probe);
+    probe.backend = instance.handle;
+    FheliumError* error = api.rotate_sum(&probe);
+    if (error == nullptr) return true;
+    api.error_destroy(error);
+    return false;
+  }
+
   FheliumTransferArgs transfer(const Buffer* buffer, void* host, std::size_t bytes) const {
     FheliumTransferArgs args{};
     args.struct_size = sizeof(args);
@@ -671,6 +676,7 @@ class PluginBackend final : public Backend {
   }
 
   std::shared_ptr<Instance> instance_;
+  bool rotate_sum_;
 };
 
 // The STREAMS extension when the plugin's chain has one of the 1.1 size with

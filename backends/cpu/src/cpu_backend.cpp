@@ -349,11 +349,9 @@ class CpuBackend final : public Backend {
       const auto c0_sum = std::make_unique_for_overwrite<W[]>(q_words);
       W* accumulators = scratch<W>(ws.accumulators);
       for (std::size_t t = 0; t < a.size(); ++t) {
-        W* c0 = scratch<W>(ws.rotated);
+        W* c0 = t == 0 ? c0_sum.get() : scratch<W>(ws.rotated);
         apply_automorphism(ctx, *perms[t], a[t], 0, c0);
-        if (t == 0) {
-          std::memcpy(c0_sum.get(), c0, q_words * sizeof(W));
-        } else {
+        if (t > 0) {
           for_each_limb(bc, {nullptr, 1, out.limbs}, [&](int, int i, std::size_t, u64 q) {
             const std::size_t offset = static_cast<std::size_t>(i) * n;
             add_residues(c0 + offset, c0_sum.get() + offset, c0_sum.get() + offset, n, static_cast<W>(q));
